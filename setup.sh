@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every dependency kgym needs (Debian/Ubuntu, as root or with sudo) and builds it into build/.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  nlohmann-json3-dev libcli11-dev libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libhiredis-dev redis-server libxxhash-dev
+  pybind11-dev python3-dev python3-numpy python3-torch python3-pytest python3-pip util-linux iproute2 procps
+)
+if [ "${KGYM_SKIP_APT:-0}" != 1 ]; then
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+BUILD_DIR="${KGYM_BUILD_DIR:-build}"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${KGYM_BUILD_TYPE:-RelWithDebInfo}" \
+  -DPython3_EXECUTABLE="${KGYM_PYTHON:-/usr/bin/python3}" ${KGYM_CMAKE_ARGS:-}
+cmake --build "$BUILD_DIR" -j "${KGYM_JOBS:-$(nproc)}"
+echo "setup: built $BUILD_DIR/src/cli/kgym"

@@ -1,0 +1,90 @@
+// The two values that travel along the evaluation path: what to evaluate (EvalRequest) and what came of it
+// (EvalResult). Every layer (CLI, server, scheduler, agent, store) speaks these types; only src/eval produces
+// results. JSON conversion follows KernelGYM's EvaluationResponse (research/kernelgym.md §1.4, §4) plus kgym's
+// richer fields (`outcome`, `outcome_detail`, `timing`, `correctness_detail`).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kgym {
+
+// The classified result of one evaluation. Tests and tools rely on these names.
+enum class Outcome {
+  kCorrect,            // ran, matched the reference on every trial
+  kIncorrect,          // ran, wrong values / shape / dtype / non-finite
+  kCompileError,       // syntax error, import error, missing ModelNew, nvcc/Triton build failure
+  kRuntimeError,       // exception in __init__ or forward
+  kTimeout,            // over the wall-clock limit
+  kCrashed,            // killed by a signal or exited without a result
+  kResourceExhausted,  // host or device out of memory
+  kHacked,             // a detected reward hack (outcome_detail names the family)
+  kInvalid,            // the reference (or the request) is broken: never blamed on the candidate
+};
+
+const char* OutcomeName(Outcome o);
+std::optional<Outcome> OutcomeFromName(const std::string& name);
+
+struct EvalRequest {
+  std::string task_id;
+  std::string reference_code;
+  std::string kernel_code;
+  std::string entry_point = "Model";   // the candidate class is entry_point + "New"
+  std::string backend = "triton";      // triton | cuda (how the candidate builds its kernels)
+  std::string device = "cpu";          // cpu | cuda
+  int device_index = 0;                // physical GPU index when device == cuda
+  int num_correct_trials = 5;
+  int num_perf_trials = 100;
+  int num_warmup = 3;
+  double timeout_s = 300;
+  std::string reference_backend;       // "" / "pytorch" = eager; "torch_compile" = torch.compile
+  bool run_correctness = true;
+  bool measure_performance = true;
+  bool enable_profiling = true;
+  bool detect_decoy = true;            // Triton decoy detection (backend == triton)
+  bool train_mode = false;             // keep models in training mode (default: eval())
+  double atol = 1e-2, rtol = 1e-2;     // fp32 tolerances (KernelBench v0.1 / KernelGYM)
+  double atol_half = 1e-2, rtol_half = 1e-2;  // fp16 / bf16
+  double memory_limit_gb = 0;          // host address-space limit for the candidate (0 = default)
+  std::string size = "";               // task size hint passed to get_inputs (e.g. "small"), "" = default
+  bool unsafe_no_sandbox = false;
+  nlohmann::json extra = nlohmann::json::object();  // fields we accept but do not interpret
+};
+
+// Summary statistics of one timed series (milliseconds).
+struct TimingStats {
+  int n = 0;
+  double median = -1, mean = -1, min = -1, max = -1, stddev = -1;
+  std::vector<double> samples_ms;  // raw samples, kept so every number can be traced
+};
+
+struct EvalResult {
+  std::string task_id;
+  Outcome outcome = Outcome::kInvalid;
+  std::string outcome_detail;
+  bool compiled = false;
+  bool correctness = false;
+  bool decoy_kernel = false;
+  double reference_runtime = -1.0;  // ms, median; -1 when not measured
+  double kernel_runtime = -1.0;     // ms, median; -1 when not measured
+  double speedup = 0.0;             // reference / kernel when correct, else 0
+  std::string error_message;        // empty = null
+  std::string error_code;           // KernelGYM ErrorCode, empty = null
+  std::optional<TimingStats> reference_timing, kernel_timing;
+  nlohmann::json metadata = nlohmann::json::object();
+  nlohmann::json correctness_detail = nlohmann::json::object();
+  std::string completed_at;         // ISO-8601, filled by the store/server
+
+  // "completed" unless the evaluation could not reach a verdict about the candidate's code.
+  // compat mode reproduces KernelGYM, where compile/validation failures and timeouts are "failed".
+  std::string Status(bool compat) const;
+  nlohmann::json ToJson(bool compat = false) const;
+  static EvalResult FromJson(const nlohmann::json& j);
+};
+
+// KernelGYM ErrorCode for an outcome ("" for none).
+const char* ErrorCodeFor(Outcome o);
+
+}  // namespace kgym

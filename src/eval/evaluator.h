@@ -1,0 +1,49 @@
+// Evaluator: runs one EvalRequest end to end and returns its EvalResult. This is the whole evaluation path
+// below the scheduler: reference outputs from a pristine worker (cached), the candidate in a sandboxed worker
+// forked from a warm zygote, the verdict and the timing statistics computed here in C++.
+//
+// Thread-safe: many Evaluate() calls may run at once (the server and the agent do). Timing phases on one
+// device are serialised internally by a per-device TimingLock, so concurrent evaluations overlap only in their
+// load/compile/correctness phases. Evaluate() never throws and never returns without a classified outcome;
+// infrastructure failures (zygote died, no python) come back as Status errors from Create() or as
+// outcome "invalid" with error_code SYSTEM_ERROR.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/evaluation.h"
+#include "core/status.h"
+
+namespace kgym {
+
+struct EvaluatorOptions {
+  std::string python;        // interpreter with torch; "" = $KGYM_PYTHON or /usr/bin/python3
+  std::string harness_path;  // directory holding the kgym_harness package; "" = found next to the binary
+  std::string scratch_root;  // where per-evaluation scratch dirs are made; "" = $TMPDIR/kgym-scratch
+  bool sandbox = true;       // false only with --unsafe-no-sandbox
+  int max_output_bytes = 64 * 1024;  // captured stdout/stderr tail kept per evaluation
+  double default_memory_limit_gb = 16;
+};
+
+// Called with phase names ("queued", "reference", "load", "correctness", "timing", "profile", "done") as
+// the evaluation advances; used for server-sent progress. May be called from another thread.
+using ProgressFn = std::function<void(const std::string& phase)>;
+
+class Evaluator {
+ public:
+  static Status Create(const EvaluatorOptions& options, std::unique_ptr<Evaluator>* out);
+  virtual ~Evaluator() = default;
+
+  // Evaluates `req`. If `cancel` becomes true the worker is killed and the result is outcome "invalid" with
+  // error_message "cancelled".
+  virtual EvalResult Evaluate(const EvalRequest& req, const ProgressFn& progress = {},
+                              const std::atomic<bool>* cancel = nullptr) = 0;
+
+  // Names of the devices this evaluator can use ("cpu", "cuda:0", ...), for health and worker status.
+  virtual std::vector<std::string> Devices() const = 0;
+};
+
+}  // namespace kgym
