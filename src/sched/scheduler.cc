@@ -1,0 +1,353 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <tuple>
+
+namespace kgym {
+
+namespace {
+double SteadyNow() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+const char* PriorityName(Priority p) {
+  switch (p) {
+    case Priority::kLow: return "low";
+    case Priority::kNormal: return "normal";
+    case Priority::kHigh: return "high";
+  }
+  return "normal";
+}
+
+bool PriorityFromName(const std::string& name, Priority* out) {
+  if (name == "low") *out = Priority::kLow;
+  else if (name == "normal") *out = Priority::kNormal;
+  else if (name == "high") *out = Priority::kHigh;
+  else return false;
+  return true;
+}
+
+Status ParseDeviceList(const std::string& gpus, const std::vector<std::string>& available, int slots_per_gpu,
+                       int cpu_slots, std::vector<DeviceSlots>* out) {
+  out->clear();
+  if (gpus == "none" || gpus == "cpu") {
+    out->push_back({"cpu", std::max(1, cpu_slots)});
+    return Status::Ok();
+  }
+  if (gpus == "all") {
+    for (const auto& d : available)
+      if (d.rfind("cuda:", 0) == 0) out->push_back({d, std::max(1, slots_per_gpu)});
+    if (out->empty()) return Status::Unavailable("--gpus all: no GPU is visible (use --gpus none for CPU workers)");
+    return Status::Ok();
+  }
+  size_t pos = 0;
+  while (pos <= gpus.size()) {
+    size_t comma = gpus.find(',', pos);
+    std::string item = gpus.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (item.rfind("cuda:", 0) == 0) item = item.substr(5);
+    if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos)
+      return Status::InvalidArgument("--gpus: '" + item + "' is not a GPU index (use e.g. 0,1 or all or none)");
+    out->push_back({"cuda:" + item, std::max(1, slots_per_gpu)});
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return Status::Ok();
+}
+
+// Queue order: higher priority, earlier deadline (none = last), earlier arrival.
+using QueueKey = std::tuple<int, double, uint64_t>;
+
+struct Scheduler::Entry {
+  SchedJob job;
+  uint64_t seq = 0;
+  std::atomic<bool> cancel{false};
+  std::string phase;
+  double phase_start = 0;
+  QueueKey Key() const {
+    return {-static_cast<int>(job.priority), job.deadline > 0 ? job.deadline : std::numeric_limits<double>::max(),
+            seq};
+  }
+};
+
+struct Scheduler::Queue {
+  std::map<QueueKey, std::unique_ptr<Entry>> entries;
+};
+
+struct Scheduler::Device {
+  std::string name;
+  int slots = 1;
+  Queue pinned;
+  int running = 0;
+  double busy_since = 0, busy_total = 0, started_at = 0;
+};
+
+Scheduler::Scheduler(Evaluator* evaluator, SchedulerOptions options, SchedulerListener* listener)
+    : evaluator_(evaluator), options_(std::move(options)), listener_(listener), shared_(new Queue) {
+  for (const auto& d : options_.devices) {
+    auto dev = std::make_unique<Device>();
+    dev->name = d.name;
+    dev->slots = std::max(1, d.slots);
+    devices_.push_back(std::move(dev));
+  }
+}
+
+Scheduler::~Scheduler() { Stop(); }
+
+void Scheduler::Start() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (started_) return;
+  started_ = true;
+  double now = SteadyNow();
+  for (auto& dev : devices_) {
+    dev->started_at = now;
+    for (int i = 0; i < dev->slots; ++i) threads_.emplace_back([this, d = dev.get()] { SlotLoop(d); });
+  }
+}
+
+void Scheduler::Enqueue(std::unique_ptr<Entry> e) {
+  Queue* q = shared_.get();
+  if (!e->job.device.empty())
+    for (auto& dev : devices_)
+      if (dev->name == e->job.device) q = &dev->pinned;
+  QueueKey k = e->Key();
+  q->entries.emplace(k, std::move(e));
+}
+
+Status Scheduler::Submit(SchedJob job) {
+  auto e = std::make_unique<Entry>();
+  e->job = std::move(job);
+  e->phase = "queued";
+  e->phase_start = SteadyNow();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!e->job.device.empty()) {
+      bool known = false;
+      for (auto& dev : devices_) known |= dev->name == e->job.device;
+      if (!known) return Status::InvalidArgument("device '" + e->job.device + "' is not served by this scheduler");
+    }
+    e->seq = ++seq_;
+    Enqueue(std::move(e));
+  }
+  cv_.notify_one();
+  return Status::Ok();
+}
+
+bool Scheduler::Cancel(const std::string& id) {
+  std::unique_ptr<Entry> removed;
+  bool found = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto take = [&](Queue& q) {
+      for (auto it = q.entries.begin(); it != q.entries.end(); ++it)
+        if (it->second->job.id == id) {
+          removed = std::move(it->second);
+          q.entries.erase(it);
+          return true;
+        }
+      return false;
+    };
+    found = take(*shared_);
+    for (auto& dev : devices_) found = found || take(dev->pinned);
+    if (!found)
+      for (auto it = delayed_.begin(); it != delayed_.end(); ++it)
+        if (it->second->job.id == id) {
+          removed = std::move(it->second);
+          delayed_.erase(it);
+          found = true;
+          break;
+        }
+    auto [lo, hi] = running_.equal_range(id);
+    for (auto r = lo; r != hi; ++r) {
+      r->second->cancel = true;
+      found = true;
+    }
+  }
+  if (removed) {
+    EvalResult res;
+    res.task_id = id;
+    res.outcome = Outcome::kInvalid;
+    res.outcome_detail = "cancelled";
+    res.error_message = "cancelled";
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      outcomes_["cancelled"]++;
+    }
+    listener_->OnFinished(removed->job, res);
+  }
+  return found;
+}
+
+bool Scheduler::PopFor(Device* dev, std::unique_ptr<Entry>* out) {
+  auto* a = dev->pinned.entries.empty() ? nullptr : &*dev->pinned.entries.begin();
+  auto* b = shared_->entries.empty() ? nullptr : &*shared_->entries.begin();
+  if (!a && !b) return false;
+  bool use_pinned = a && (!b || a->first < b->first);
+  Queue& q = use_pinned ? dev->pinned : *shared_;
+  *out = std::move(q.entries.begin()->second);
+  q.entries.erase(q.entries.begin());
+  return true;
+}
+
+void Scheduler::SlotLoop(Device* dev) {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    if (stopping_) return;
+    // Retries whose backoff has elapsed go back to their queues.
+    double now = SteadyNow();
+    while (!delayed_.empty() && delayed_.begin()->first <= now) {
+      Enqueue(std::move(delayed_.begin()->second));
+      delayed_.erase(delayed_.begin());
+    }
+    std::unique_ptr<Entry> e;
+    if (!draining_ && PopFor(dev, &e)) {
+      if (dev->running++ == 0) dev->busy_since = SteadyNow();
+      running_.emplace(e->job.id, e.get());
+      l.unlock();
+      RunOne(dev, std::move(e));
+      l.lock();
+      if (--dev->running == 0) dev->busy_total += SteadyNow() - dev->busy_since;
+      idle_cv_.notify_all();
+      continue;
+    }
+    if (!delayed_.empty() && !draining_) {
+      auto due = std::chrono::steady_clock::time_point(
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              std::chrono::duration<double>(delayed_.begin()->first)));
+      cv_.wait_until(l, due);
+    } else {
+      cv_.wait(l);
+    }
+  }
+}
+
+void Scheduler::RecordPhase(Entry* e, const std::string& phase) {
+  double now = SteadyNow();
+  std::lock_guard<std::mutex> l(mu_);
+  if (!e->phase.empty()) {
+    auto& p = phases_[e->phase];
+    p.count++;
+    p.total_s += now - e->phase_start;
+  }
+  e->phase = phase;
+  e->phase_start = now;
+}
+
+void Scheduler::RunOne(Device* dev, std::unique_ptr<Entry> e) {
+  SchedJob& job = e->job;
+  EvalResult res;
+  bool evaluated = false;
+  double left = job.deadline > 0 ? job.deadline - UnixNow() : std::numeric_limits<double>::max();
+  if (left <= 0) {
+    res.outcome = Outcome::kTimeout;
+    res.outcome_detail = "deadline";
+    res.error_code = "TIMEOUT_ERROR";
+    res.error_message = "the request's deadline passed before its evaluation could start";
+  } else {
+    EvalRequest req = job.request;
+    if (dev->name == "cpu") {
+      req.device = "cpu";
+    } else {
+      req.device = "cuda";
+      req.device_index = std::atoi(dev->name.c_str() + 5);
+    }
+    req.timeout_s = std::min(req.timeout_s, left);
+    job.attempts++;
+    listener_->OnStarted(job, dev->name, job.attempts);
+    RecordPhase(e.get(), "starting");
+    Entry* raw = e.get();
+    res = evaluator_->Evaluate(
+        req,
+        [this, raw](const std::string& phase) {
+          RecordPhase(raw, phase);
+          listener_->OnProgress(raw->job, phase);
+        },
+        &e->cancel);
+    RecordPhase(e.get(), "");
+    evaluated = true;
+  }
+  res.task_id = job.id;
+  bool retry = false;
+  double delay = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto [lo, hi] = running_.equal_range(job.id);
+    for (auto r = lo; r != hi; ++r)
+      if (r->second == e.get()) {
+        running_.erase(r);
+        break;
+      }
+    if (stopping_) return;  // interrupted by Stop(): the store still holds the job; it is recovered on restart
+    if (evaluated && !e->cancel && res.outcome == Outcome::kInvalid && res.error_code == "SYSTEM_ERROR" &&
+        job.attempts <= options_.max_retries) {
+      retry = true;
+      delay = std::min(options_.retry_backoff_max_s, options_.retry_backoff_s * std::pow(2.0, job.attempts - 1));
+      retries_++;
+    } else {
+      outcomes_[e->cancel ? std::string("cancelled") : std::string(OutcomeName(res.outcome))]++;
+    }
+  }
+  if (!retry) {
+    listener_->OnFinished(job, res);
+    return;
+  }
+  listener_->OnRetry(job, res, delay);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    e->phase = "queued";
+    e->phase_start = SteadyNow();
+    delayed_.emplace(SteadyNow() + delay, std::move(e));
+  }
+  cv_.notify_all();
+}
+
+int Scheduler::Drain(double timeout_s) {
+  std::unique_lock<std::mutex> l(mu_);
+  draining_ = true;
+  cv_.notify_all();
+  idle_cv_.wait_for(l, std::chrono::duration<double>(timeout_s), [this] { return running_.empty(); });
+  return static_cast<int>(running_.size());
+}
+
+void Scheduler::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+    for (auto& [id, e] : running_) e->cancel = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+SchedulerStats Scheduler::Stats() const {
+  std::lock_guard<std::mutex> l(mu_);
+  SchedulerStats s;
+  s.queued = static_cast<int64_t>(shared_->entries.size());
+  for (auto& dev : devices_) s.queued += static_cast<int64_t>(dev->pinned.entries.size());
+  s.running = static_cast<int64_t>(running_.size());
+  s.retrying = static_cast<int64_t>(delayed_.size());
+  s.outcomes = outcomes_;
+  s.retries = retries_;
+  s.phases = phases_;
+  double now = SteadyNow();
+  for (auto& dev : devices_) {
+    SchedulerStats::Device d;
+    d.name = dev->name;
+    d.slots = dev->slots;
+    d.running = dev->running;
+    d.busy_s = dev->busy_total + (dev->running > 0 ? now - dev->busy_since : 0);
+    d.uptime_s = started_ ? now - dev->started_at : 0;
+    s.devices.push_back(d);
+  }
+  return s;
+}
+
+}  // namespace kgym

@@ -1,0 +1,209 @@
+#include "sched/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <thread>
+
+#include "sched/simulated_evaluator.h"
+
+namespace kgym {
+namespace {
+
+class RecordingListener : public SchedulerListener {
+ public:
+  void OnStarted(const SchedJob& job, const std::string& device, int) override {
+    std::lock_guard<std::mutex> l(mu);
+    started.push_back(job.id);
+    devices[job.id] = device;
+    cv.notify_all();
+  }
+  void OnProgress(const SchedJob& job, const std::string& phase) override {
+    std::lock_guard<std::mutex> l(mu);
+    phases[job.id].push_back(phase);
+  }
+  void OnRetry(const SchedJob& job, const EvalResult&, double delay) override {
+    std::lock_guard<std::mutex> l(mu);
+    retry_delays[job.id].push_back(delay);
+  }
+  void OnFinished(const SchedJob& job, const EvalResult& r) override {
+    std::lock_guard<std::mutex> l(mu);
+    finished.push_back(job.id);
+    results[job.id].push_back(r);
+    cv.notify_all();
+  }
+  bool WaitFinished(size_t n, double timeout_s = 10) {
+    std::unique_lock<std::mutex> l(mu);
+    return cv.wait_for(l, std::chrono::duration<double>(timeout_s), [&] { return finished.size() >= n; });
+  }
+  bool WaitStarted(size_t n, double timeout_s = 10) {
+    std::unique_lock<std::mutex> l(mu);
+    return cv.wait_for(l, std::chrono::duration<double>(timeout_s), [&] { return started.size() >= n; });
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> started, finished;
+  std::map<std::string, std::string> devices;
+  std::map<std::string, std::vector<std::string>> phases;
+  std::map<std::string, std::vector<double>> retry_delays;
+  std::map<std::string, std::vector<EvalResult>> results;
+};
+
+SchedJob Job(const std::string& id, const std::string& code = "", Priority p = Priority::kNormal) {
+  SchedJob j;
+  j.id = id;
+  j.request.task_id = id;
+  j.request.kernel_code = code;
+  j.priority = p;
+  return j;
+}
+
+TEST(ParseDeviceList, Forms) {
+  std::vector<DeviceSlots> d;
+  ASSERT_TRUE(ParseDeviceList("none", {}, 4, 2, &d).ok());
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].name, "cpu");
+  EXPECT_EQ(d[0].slots, 2);
+  ASSERT_TRUE(ParseDeviceList("0,3", {}, 4, 2, &d).ok());
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[1].name, "cuda:3");
+  EXPECT_EQ(d[1].slots, 4);
+  ASSERT_TRUE(ParseDeviceList("all", {"cpu", "cuda:0", "cuda:1"}, 3, 2, &d).ok());
+  EXPECT_EQ(d.size(), 2u);
+  EXPECT_FALSE(ParseDeviceList("all", {"cpu"}, 3, 2, &d).ok());
+  EXPECT_FALSE(ParseDeviceList("0,x", {}, 3, 2, &d).ok());
+}
+
+TEST(Scheduler, HighPriorityRunsFirstThenFifo) {
+  SimulatedEvaluator ev({});
+  RecordingListener li;
+  Scheduler s(&ev, {{{"cpu", 1}}}, &li);
+  // Queue everything before starting so the order is decided by the queue alone.
+  ASSERT_TRUE(s.Submit(Job("low", "", Priority::kLow)).ok());
+  ASSERT_TRUE(s.Submit(Job("n1")).ok());
+  ASSERT_TRUE(s.Submit(Job("high", "", Priority::kHigh)).ok());
+  ASSERT_TRUE(s.Submit(Job("n2")).ok());
+  s.Start();
+  ASSERT_TRUE(li.WaitFinished(4));
+  EXPECT_EQ(li.started, (std::vector<std::string>{"high", "n1", "n2", "low"}));
+}
+
+TEST(Scheduler, EarlierDeadlineFirstWithinAPriority) {
+  SimulatedEvaluator ev({});
+  RecordingListener li;
+  Scheduler s(&ev, {{{"cpu", 1}}}, &li);
+  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  SchedJob late = Job("late"), soon = Job("soon"), none = Job("none");
+  late.deadline = now + 1000;
+  soon.deadline = now + 100;
+  ASSERT_TRUE(s.Submit(none).ok());
+  ASSERT_TRUE(s.Submit(late).ok());
+  ASSERT_TRUE(s.Submit(soon).ok());
+  s.Start();
+  ASSERT_TRUE(li.WaitFinished(3));
+  EXPECT_EQ(li.started, (std::vector<std::string>{"soon", "late", "none"}));
+}
+
+TEST(Scheduler, SlotsBoundConcurrencyPerDevice) {
+  SimulatedEvaluator ev({});
+  RecordingListener li;
+  Scheduler s(&ev, {{{"cpu", 3}}}, &li);
+  s.Start();
+  for (int i = 0; i < 12; ++i) ASSERT_TRUE(s.Submit(Job("j" + std::to_string(i), "# sim: sleep=0.05")).ok());
+  ASSERT_TRUE(li.WaitFinished(12));
+  EXPECT_LE(ev.MaxConcurrent(), 3);
+  EXPECT_GE(ev.MaxConcurrent(), 2);  // several slots really overlap
+  auto st = s.Stats();
+  EXPECT_EQ(st.outcomes["correct"], 12);
+  EXPECT_GT(st.devices[0].busy_s, 0.0);
+  EXPECT_GT(st.phases["load"].count, 0);
+}
+
+TEST(Scheduler, PinnedJobsRunOnTheirDevice) {
+  SimulatedEvaluator ev({});
+  RecordingListener li;
+  Scheduler s(&ev, {{{"cuda:0", 1}, {"cuda:1", 1}}}, &li);
+  s.Start();
+  for (int i = 0; i < 4; ++i) {
+    SchedJob j = Job("p" + std::to_string(i));
+    j.device = "cuda:1";
+    ASSERT_TRUE(s.Submit(j).ok());
+  }
+  SchedJob bad = Job("bad");
+  bad.device = "cuda:7";
+  EXPECT_FALSE(s.Submit(bad).ok());
+  ASSERT_TRUE(li.WaitFinished(4));
+  for (auto& [id, dev] : li.devices) EXPECT_EQ(dev, "cuda:1") << id;
+  EXPECT_EQ(li.results["p0"][0].metadata["device"], "cuda:1");
+}
+
+TEST(Scheduler, SystemErrorsAreRetriedCandidateFailuresAreNot) {
+  SimulatedEvaluator ev({});
+  RecordingListener li;
+  SchedulerOptions o{{{"cpu", 2}}};
+  o.max_retries = 2;
+  o.retry_backoff_s = 0.01;
+  Scheduler s(&ev, o, &li);
+  s.Start();
+  ASSERT_TRUE(s.Submit(Job("flaky", "# sim: system_error=2")).ok());
+  ASSERT_TRUE(s.Submit(Job("broken", "# sim: system_error=5")).ok());
+  ASSERT_TRUE(s.Submit(Job("bad", "# sim: outcome=compile_error")).ok());
+  ASSERT_TRUE(li.WaitFinished(3));
+  EXPECT_EQ(ev.Attempts("flaky"), 3);
+  EXPECT_EQ(li.results["flaky"][0].outcome, Outcome::kCorrect);
+  ASSERT_EQ(li.retry_delays["flaky"].size(), 2u);
+  EXPECT_DOUBLE_EQ(li.retry_delays["flaky"][1], 2 * li.retry_delays["flaky"][0]);  // exponential backoff
+  EXPECT_EQ(ev.Attempts("broken"), 3);  // 1 + max_retries, then the failure is reported
+  EXPECT_EQ(li.results["broken"][0].error_code, "SYSTEM_ERROR");
+  EXPECT_EQ(ev.Attempts("bad"), 1);
+  EXPECT_EQ(li.results["bad"][0].outcome, Outcome::kCompileError);
+  EXPECT_EQ(li.finished.size(), 3u);  // one final result per job
+}
+
+TEST(Scheduler, CancelQueuedAndRunning) {
+  SimulatedEvaluator ev({});
+  RecordingListener li;
+  Scheduler s(&ev, {{{"cpu", 1}}}, &li);
+  s.Start();
+  ASSERT_TRUE(s.Submit(Job("long", "# sim: sleep=30")).ok());
+  ASSERT_TRUE(s.Submit(Job("waiting")).ok());
+  ASSERT_TRUE(li.WaitStarted(1));
+  EXPECT_TRUE(s.Cancel("waiting"));
+  EXPECT_TRUE(s.Cancel("long"));
+  EXPECT_FALSE(s.Cancel("unknown"));
+  ASSERT_TRUE(li.WaitFinished(2));
+  EXPECT_EQ(li.results["waiting"][0].error_message, "cancelled");
+  EXPECT_EQ(ev.Attempts("waiting"), 0);
+  EXPECT_EQ(li.results["long"][0].error_message, "cancelled");
+  EXPECT_EQ(s.Stats().outcomes["cancelled"], 2);
+}
+
+TEST(Scheduler, ExpiredDeadlineFinishesAsTimeoutWithoutRunning) {
+  SimulatedEvaluator ev({});
+  RecordingListener li;
+  Scheduler s(&ev, {{{"cpu", 1}}}, &li);
+  SchedJob j = Job("late");
+  j.deadline = 1.0;  // 1970
+  ASSERT_TRUE(s.Submit(j).ok());
+  s.Start();
+  ASSERT_TRUE(li.WaitFinished(1));
+  EXPECT_EQ(li.results["late"][0].outcome, Outcome::kTimeout);
+  EXPECT_EQ(ev.Attempts("late"), 0);
+}
+
+TEST(Scheduler, DrainWaitsForRunningAndLeavesQueued) {
+  SimulatedEvaluator ev({});
+  RecordingListener li;
+  Scheduler s(&ev, {{{"cpu", 1}}}, &li);
+  s.Start();
+  ASSERT_TRUE(s.Submit(Job("a", "# sim: sleep=0.2")).ok());
+  ASSERT_TRUE(s.Submit(Job("b")).ok());
+  ASSERT_TRUE(li.WaitStarted(1));
+  EXPECT_EQ(s.Drain(10), 0);
+  EXPECT_EQ(li.finished, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(s.Stats().queued, 1);
+}
+
+}  // namespace
+}  // namespace kgym
