@@ -1,0 +1,31 @@
+"""Residual add followed by LayerNorm: LayerNorm(x + residual), affine parameters away from (1, 0)."""
+import os
+
+import torch
+import torch.nn as nn
+
+SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
+if SIZE not in ("full", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
+ROWS, HIDDEN = (256, 1024) if SIZE == "small" else (65536, 4096)
+EPS = 1e-5
+
+
+class Model(nn.Module):
+    def __init__(self, hidden, eps):
+        super().__init__()
+        self.ln = nn.LayerNorm(hidden, eps=eps)
+        with torch.no_grad():
+            self.ln.weight.uniform_(0.5, 1.5)
+            self.ln.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x, residual):
+        return self.ln(x + residual)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, HIDDEN) + 1.0, torch.randn(ROWS, HIDDEN) * 0.5]
+
+
+def get_init_inputs():
+    return [HIDDEN, EPS]

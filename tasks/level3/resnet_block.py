@@ -1,0 +1,29 @@
+"""ResNet basic block without normalisation: relu(conv2(relu(conv1(x))) + x), 3x3 convs, padding 1."""
+import os
+
+import torch
+import torch.nn as nn
+
+SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
+if SIZE not in ("full", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
+BATCH, CHANNELS, HEIGHT, WIDTH = (2, 8, 12, 10) if SIZE == "small" else (32, 64, 128, 128)
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        y = torch.relu(self.conv1(x))
+        return torch.relu(self.conv2(y) + x)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, CHANNELS, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return [CHANNELS]
