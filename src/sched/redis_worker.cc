@@ -1,0 +1,155 @@
+#include "sched/redis_worker.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "sched/job_codec.h"
+#include "store/redis_queue.h"
+
+namespace kgym {
+
+namespace {
+// Bridges scheduler callbacks to Redis: completions go back through one guarded connection.
+class CompletionSink : public SchedulerListener {
+ public:
+  CompletionSink(std::unique_ptr<RedisJobQueue> q, std::string worker) : q_(std::move(q)), worker_(std::move(worker)) {}
+  void OnStarted(const SchedJob&, const std::string&, int) override {}
+  void OnProgress(const SchedJob&, const std::string&) override {}
+  void OnRetry(const SchedJob& job, const EvalResult& r, double delay) override {
+    std::fprintf(stderr, "kgym worker: %s: %s; retrying in %.1fs\n", job.id.c_str(), r.error_message.c_str(), delay);
+  }
+  void OnFinished(const SchedJob& job, const EvalResult& r) override {
+    bool accepted = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      Status s = q_->Complete(job.id, worker_, job.generation, r.ToJson(false).dump(), &accepted);
+      if (!s.ok()) std::fprintf(stderr, "kgym worker: completing %s: %s\n", job.id.c_str(), s.ToString().c_str());
+      held_.erase(job.id);
+    }
+    cv_.notify_all();
+  }
+  void Hold(const std::string& id, int64_t gen) {
+    std::lock_guard<std::mutex> l(mu_);
+    held_[id] = gen;
+  }
+  std::map<std::string, int64_t> Held() {
+    std::lock_guard<std::mutex> l(mu_);
+    return held_;
+  }
+  size_t HeldCount() {
+    std::lock_guard<std::mutex> l(mu_);
+    return held_.size();
+  }
+  // Waits until fewer than `limit` jobs are held or timeout.
+  void WaitBelow(size_t limit, int64_t timeout_ms) {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return held_.size() < limit; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::unique_ptr<RedisJobQueue> q_;
+  std::string worker_;
+  std::map<std::string, int64_t> held_;
+};
+}  // namespace
+
+RedisWorker::RedisWorker(Evaluator* evaluator, RedisWorkerOptions options)
+    : evaluator_(evaluator), options_(std::move(options)) {
+  if (options_.worker_id.empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof host - 1);
+    options_.worker_id = std::string(host) + ":" + std::to_string(getpid());
+  }
+  if (options_.heartbeat_ms <= 0) options_.heartbeat_ms = std::max<int64_t>(1, options_.lease_ms / 3);
+}
+
+Status RedisWorker::Run(const std::atomic<bool>* stop) {
+  std::unique_ptr<RedisJobQueue> claimer, completer, beater;
+  Status s = RedisJobQueue::Connect(options_.redis_url, options_.prefix, &claimer);
+  if (s.ok()) s = RedisJobQueue::Connect(options_.redis_url, options_.prefix, &completer);
+  if (s.ok()) s = RedisJobQueue::Connect(options_.redis_url, options_.prefix, &beater);
+  if (!s.ok()) return s;
+  const std::string& me = options_.worker_id;
+  CompletionSink sink(std::move(completer), me);
+  SchedulerOptions so;
+  so.devices = options_.devices;
+  so.max_retries = options_.max_retries;
+  so.retry_backoff_s = options_.retry_backoff_s;
+  Scheduler sched(evaluator_, so, &sink);
+  sched.Start();
+  size_t capacity = 0;
+  for (auto& d : options_.devices) capacity += static_cast<size_t>(std::max(1, d.slots));
+
+  std::atomic<bool> beating{true};
+  std::thread heartbeat([&] {
+    while (beating) {
+      for (auto& [id, gen] : sink.Held()) {
+        LeaseState st;
+        if (!beater->Heartbeat(id, me, options_.lease_ms, &st).ok()) continue;
+        if (st != LeaseState::kHeld) sched.Cancel(id);  // cancel requested, or the job now belongs elsewhere
+      }
+      int requeued = 0;
+      beater->ReapExpiredLeases(&requeued);
+      if (requeued > 0) std::fprintf(stderr, "kgym worker: re-queued %d job(s) with expired leases\n", requeued);
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.heartbeat_ms));
+    }
+  });
+
+  std::fprintf(stderr, "kgym worker %s: pulling from %s (%zu slots)\n", me.c_str(), options_.redis_url.c_str(),
+               capacity);
+  while (!stop->load()) {
+    if (sink.HeldCount() >= capacity) {
+      sink.WaitBelow(capacity, options_.poll_ms);
+      continue;
+    }
+    std::optional<ClaimedJob> job;
+    s = claimer->Claim(me, options_.lease_ms, &job);
+    if (!s.ok()) {
+      std::fprintf(stderr, "kgym worker: claim: %s\n", s.ToString().c_str());
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      continue;
+    }
+    if (!job) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.poll_ms));
+      continue;
+    }
+    SchedJob sj;
+    Status ps = SchedJobFromJson(job->payload, &sj);
+    sj.id = job->id;
+    sj.generation = job->generation;
+    sj.attempts = 0;
+    sink.Hold(sj.id, sj.generation);
+    if (ps.ok() && !sj.device.empty()) {
+      bool known = false;
+      for (auto& d : options_.devices) known |= d.name == sj.device;
+      if (!known) sj.device.clear();  // a pin names a device of another node; any of ours will do
+    }
+    if (!ps.ok()) {
+      EvalResult bad;
+      bad.task_id = sj.id;
+      bad.outcome = Outcome::kInvalid;
+      bad.error_code = "SYSTEM_ERROR";
+      bad.error_message = ps.message();
+      sink.OnFinished(sj, bad);
+      continue;
+    }
+    sched.Submit(sj);
+  }
+  // Graceful drain: no new claims; running jobs finish and report, heartbeats continue meanwhile.
+  while (sink.HeldCount() > 0) sink.WaitBelow(1, 200);
+  sched.Stop();
+  beating = false;
+  heartbeat.join();
+  return Status::Ok();
+}
+
+}  // namespace kgym

@@ -1,0 +1,42 @@
+// RedisWorker: the body of `kgym worker`. It claims jobs from the shared RedisJobQueue while its local
+// Scheduler has a free slot, evaluates them there (so retries, deadlines and per-device slots behave exactly as
+// in `kgym serve`), renews each job's lease with heartbeats, and hands results back to Redis. A cancel
+// requested through the API reaches the evaluation through the heartbeat; a lease this worker lost (it was
+// paused too long and the job went to another worker) stops the local evaluation and its result is dropped.
+// If the process dies, its leases expire and any node's reaper puts the jobs back in the queue.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "eval/evaluator.h"
+#include "sched/scheduler.h"
+
+namespace kgym {
+
+struct RedisWorkerOptions {
+  std::string redis_url;
+  std::string prefix = "kgym";
+  std::string worker_id;               // "" = hostname:pid
+  std::vector<DeviceSlots> devices;
+  int64_t lease_ms = 30000;            // a job is re-queued this long after its worker's last heartbeat
+  int64_t heartbeat_ms = 0;            // 0 = lease_ms / 3
+  int64_t poll_ms = 50;                // idle wait between claims
+  int max_retries = 2;
+  double retry_backoff_s = 1.0;
+};
+
+class RedisWorker {
+ public:
+  RedisWorker(Evaluator* evaluator, RedisWorkerOptions options);
+  // Runs until *stop becomes true, then stops claiming, lets running jobs finish (graceful drain) and returns.
+  // Returns an error only if Redis cannot be reached at start.
+  Status Run(const std::atomic<bool>* stop);
+
+ private:
+  Evaluator* evaluator_;
+  RedisWorkerOptions options_;
+};
+
+}  // namespace kgym
