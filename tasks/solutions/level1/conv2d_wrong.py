@@ -1,0 +1,63 @@
+"""Implicit-GEMM 3x3 convolution that flips the filter (true convolution instead of the cross-correlation nn.Conv2d computes).
+
+GEMM view: rows are output pixels (n, oh, ow), columns are output channels, and the reduction runs
+over (c_in, kh, kw) with the input patch gathered on the fly (no im2col buffer).
+"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _conv2d_kernel(x_ptr, w_ptr, b_ptr, y_ptr, NB, C_in, H, W, C_out,
+                   KS: tl.constexpr, PAD: tl.constexpr,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    hw = H * W
+    M = NB * hw
+    k_total = C_in * KS * KS
+    n = rm // hw
+    pix = rm % hw
+    oh = pix // W
+    ow = pix % W
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, k_total, BK):
+        kk = k0 + tl.arange(0, BK)
+        ci = kk // (KS * KS)
+        kh = (kk % (KS * KS)) // KS
+        kw = kk % KS
+        ih = oh[:, None] + kh[None, :] - PAD
+        iw = ow[:, None] + kw[None, :] - PAD
+        a_mask = ((rm[:, None] < M) & (kk[None, :] < k_total)
+                  & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W))
+        a = tl.load(x_ptr + ((n[:, None] * C_in + ci[None, :]) * H + ih) * W + iw, mask=a_mask, other=0.0)
+        # Bug: reads the filter tap (KS-1-kh, KS-1-kw), i.e. the kernel rotated by 180 degrees.
+        flipped = ci * KS * KS + (KS - 1 - kh) * KS + (KS - 1 - kw)
+        w = tl.load(w_ptr + rn[None, :] * k_total + flipped[:, None],
+                    mask=(kk[:, None] < k_total) & (rn[None, :] < C_out), other=0.0)
+        acc += tl.dot(a, w, input_precision="ieee")
+    acc += tl.load(b_ptr + rn, mask=rn < C_out, other=0.0)[None, :]
+    y = y_ptr + (n[:, None] * C_out + rn[None, :]) * hw + pix[:, None]
+    tl.store(y, acc, mask=(rm[:, None] < M) & (rn[None, :] < C_out))
+
+
+class ModelNew(nn.Module):
+    def __init__(self, c_in, c_out, kernel_size, padding):
+        super().__init__()
+        self.conv = nn.Conv2d(c_in, c_out, kernel_size, padding=padding)
+
+    def forward(self, x):
+        x = x.contiguous()
+        nb, c_in, h, w = x.shape
+        weight = self.conv.weight.contiguous()
+        c_out, _, ks, _ = weight.shape
+        pad = self.conv.padding[0]
+        assert h + 2 * pad - ks + 1 == h, "this kernel handles 'same' padding only"
+        y = torch.empty((nb, c_out, h, w), device=x.device, dtype=x.dtype)
+        bm, bn, bk = 64, 64, 32
+        grid = (triton.cdiv(nb * h * w, bm), triton.cdiv(c_out, bn))
+        _conv2d_kernel[grid](x, weight, self.conv.bias, y, nb, c_in, h, w, c_out,
+                             KS=ks, PAD=pad, BM=bm, BN=bn, BK=bk)
+        return y
