@@ -1,0 +1,92 @@
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "agent/eval_backend.h"
+#include "agent/http_util.h"
+
+namespace kgym::agent {
+
+nlohmann::json GymPayload(const EvalRequest& req, bool is_valid) {
+  nlohmann::json p;
+  p["task_id"] = req.task_id;
+  p["reference_code"] = req.reference_code;
+  p["kernel_code"] = req.kernel_code;
+  p["backend"] = req.backend;
+  p["num_correct_trials"] = req.num_correct_trials;
+  p["num_perf_trials"] = req.num_perf_trials;
+  p["timeout"] = static_cast<int>(req.timeout_s);
+  p["priority"] = "normal";
+  p["entry_point"] = req.entry_point;
+  p["is_valid"] = is_valid;
+  p["verbose_errors"] = true;
+  p["enable_profiling"] = req.enable_profiling;
+  p["detect_decoy_kernel"] = true;
+  p["reference_backend"] = req.reference_backend.empty() ? nlohmann::json() : nlohmann::json(req.reference_backend);
+  return p;
+}
+
+namespace {
+class HttpGymBackend : public EvalBackend {
+ public:
+  explicit HttpGymBackend(HttpGymOptions o) : o_(std::move(o)) {
+    while (!o_.base_url.empty() && o_.base_url.back() == '/') o_.base_url.pop_back();
+  }
+
+  std::string Describe() const override { return "KernelGYM server " + o_.base_url; }
+
+  Status Evaluate(const EvalRequest& req, nlohmann::json* result) override {
+    const std::string body = GymPayload(req, o_.is_valid).dump();
+    const double timeout = std::max(o_.client_timeout_s, req.timeout_s + 60);
+    HttpReply post;
+    std::string why;
+    bool posted = false;
+    for (int attempt = 0; attempt <= o_.max_retries; ++attempt) {
+      post = HttpRequest("POST", o_.base_url + "/evaluate", body, {}, timeout, 10);
+      if (post.curl_error.empty() && post.status == 200) {
+        posted = true;
+        break;
+      }
+      if (post.curl_error.empty() && post.status != 429 && post.status < 500) {
+        // Validation errors are a verdict about the request, reported like the reference client does.
+        *result = {{"task_id", req.task_id}, {"status", "failed"}, {"compiled", false},
+                   {"correctness", false},  {"decoy_kernel", false}, {"speedup", 0.0},
+                   {"error_message", "HTTP " + std::to_string(post.status) + ": " + post.body.substr(0, 2000)},
+                   {"error_code", "VALIDATION_ERROR"}};
+        return Status::Ok();
+      }
+      why = post.curl_error.empty() ? "HTTP " + std::to_string(post.status) : post.curl_error;
+      if (attempt < o_.max_retries) {
+        // KernelGYM's client backs off harder on 503.
+        double base = post.status == 503 ? std::max(o_.backoff_base_s, 5 * o_.backoff_base_s) : o_.backoff_base_s;
+        std::this_thread::sleep_for(std::chrono::duration<double>(
+            BackoffSeconds(attempt, base, o_.backoff_max_s, post.retry_after_s)));
+      }
+    }
+    if (!posted) return Status::Unavailable("POST /evaluate to " + o_.base_url + " failed: " + why);
+    HttpReply get;
+    for (int attempt = 0; attempt <= o_.max_retries; ++attempt) {
+      get = HttpRequest("GET", o_.base_url + "/results/" + req.task_id, "", {}, 60, 10);
+      if (get.curl_error.empty() && get.status == 200) break;
+      if (attempt < o_.max_retries)
+        std::this_thread::sleep_for(std::chrono::duration<double>(
+            BackoffSeconds(attempt, o_.backoff_base_s, o_.backoff_max_s, get.retry_after_s)));
+    }
+    const std::string& text = (get.curl_error.empty() && get.status == 200) ? get.body : post.body;
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      return Status::Unavailable("KernelGYM server returned no JSON result for " + req.task_id);
+    *result = std::move(j);
+    return Status::Ok();
+  }
+
+ private:
+  HttpGymOptions o_;
+};
+}  // namespace
+
+std::unique_ptr<EvalBackend> MakeHttpGymBackend(const HttpGymOptions& options) {
+  return std::make_unique<HttpGymBackend>(options);
+}
+
+}  // namespace kgym::agent

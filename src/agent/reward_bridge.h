@@ -1,0 +1,18 @@
+// The agent's reward: Dr.Kernel's reward functions from src/rl (kgym::rl::ComputeReward), selected by name
+// (calculate_reward_speedup | calculate_reward_weighted | calculate_reward_like_kernel, with their defaults).
+#pragma once
+
+#include <string>
+
+#include "agent/turn_loop.h"
+#include "core/status.h"
+
+namespace kgym::agent {
+
+// Whether this binary was built with kgym_rl.
+bool RewardsAvailable();
+
+// Builds the reward function named `name`; fails on an unknown name or without kgym_rl.
+Status MakeRewardFn(const std::string& name, RewardFn* out);
+
+}  // namespace kgym::agent
