@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/evaluation.h"
 #include "core/status.h"
@@ -26,6 +27,7 @@ struct EvaluatorOptions {
   bool sandbox = true;       // false only with --unsafe-no-sandbox
   int max_output_bytes = 64 * 1024;  // captured stdout/stderr tail kept per evaluation
   double default_memory_limit_gb = 16;
+  std::vector<std::string> hidden_paths;  // directories the candidate must not see (store, config, ...)
 };
 
 // Called with phase names ("queued", "reference", "load", "correctness", "timing", "profile", "done") as

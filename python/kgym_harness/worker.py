@@ -1,0 +1,516 @@
+"""One worker process: the reference role (pristine, never sees candidate code) or the candidate role.
+
+The supervisor drives everything over the private channel (see src/eval/wire.h and src/eval/worker_session.h);
+this module only loads code, builds models, runs calls and reports raw facts: tensor bytes, host timestamps,
+exceptions, and observations about the process (threads, processes, backend flags, aliasing). The verdict is
+made in C++ from those facts.
+
+Messages from the supervisor: job, trial (candidate), pool_set (candidate), timing, call, fetch, finish.
+Messages to the supervisor: ready, init, trial_result, pool_set, start, done, outputs, error, note.
+"""
+import importlib.util
+import os
+import sys
+import threading
+import time
+import traceback
+
+import torch
+
+from . import tensors, wire
+
+# Captured before any untrusted code runs: the harness uses these objects, not whatever the module attributes
+# point at later, so patching torch.cuda.synchronize or time.perf_counter does not change what is measured here
+# (and the supervisor's own clock is the trusted one anyway).
+_perf_ns = time.perf_counter_ns
+_no_grad = torch.no_grad
+_equal = torch.equal
+_Tensor = torch.Tensor
+_cuda_sync = torch.cuda.synchronize
+_manual_seed = torch.manual_seed
+_traceback_format = traceback.format_exception
+
+CANDIDATE_FILE = "candidate.py"
+REFERENCE_FILE = "reference.py"
+
+
+class Reported(Exception):
+    """An error already classified; carries the message for the supervisor."""
+
+    def __init__(self, kind, phase, detail, tb=""):
+        super().__init__(detail)
+        self.kind, self.phase, self.detail, self.tb = kind, phase, detail, tb
+
+
+def _tail(text, n=4000):
+    return text if len(text) <= n else "..." + text[-n:]
+
+
+def _exc_kind(e, default):
+    name = type(e).__name__
+    msg = str(e)
+    if isinstance(e, MemoryError) or "out of memory" in msg.lower() or "can't allocate memory" in msg \
+            or name == "OutOfMemoryError":
+        return "resource_exhausted"
+    if name in ("CompilationError", "CompileTimeAssertionFailure") or "triton.compiler" in type(e).__module__:
+        return "compile_error"
+    return default
+
+
+def _user_frame(tb_exc, filename):
+    """Line number and text of the deepest frame in the user's file, for a message a model can act on."""
+    best = None
+    for fr in tb_exc.stack:
+        if fr.filename.endswith(filename):
+            best = fr
+    return best
+
+
+def _describe(e, filename):
+    te = traceback.TracebackException.from_exception(e)
+    fr = _user_frame(te, filename)
+    last = "".join(te.format_exception_only()).strip()
+    if isinstance(e, SyntaxError):
+        return "line %s: %s" % (e.lineno, last.splitlines()[-1]), "".join(te.format())
+    where = " (line %d: %s)" % (fr.lineno, (fr.line or "").strip()) if fr else ""
+    return last.splitlines()[-1] + where if last else type(e).__name__, "".join(te.format())
+
+
+def _seed_all(seed):
+    import random
+    random.seed(seed)
+    try:
+        import numpy
+        numpy.random.seed(seed % (2 ** 32))
+    except Exception:  # noqa: BLE001
+        pass
+    _manual_seed(seed)
+
+
+def _backend_flags():
+    flags = {}
+    try:
+        flags["matmul.allow_tf32"] = bool(torch.backends.cuda.matmul.allow_tf32)
+    except Exception:  # noqa: BLE001
+        pass
+    for k in ("allow_tf32", "benchmark", "deterministic", "enabled"):
+        try:
+            flags["cudnn." + k] = bool(getattr(torch.backends.cudnn, k))
+        except Exception:  # noqa: BLE001
+            pass
+    try:
+        flags["float32_matmul_precision"] = torch.get_float32_matmul_precision()
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        flags["matmul.allow_fp16_reduced_precision_reduction"] = \
+            bool(torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction)
+    except Exception:  # noqa: BLE001
+        pass
+    return flags
+
+
+def _pin_flags(allow_tf32):
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+        torch.backends.cudnn.allow_tf32 = allow_tf32
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _os_threads():
+    try:
+        out = {}
+        for t in os.listdir("/proc/self/task"):
+            try:
+                with open("/proc/self/task/%s/comm" % t) as f:
+                    out[t] = f.read().strip()
+            except OSError:
+                pass
+        return out
+    except OSError:
+        return {}
+
+
+def _other_processes(own_ns):
+    """Processes besides ourselves and our init: in our own PID namespace that is everything the candidate
+    started; without one, our children."""
+    me = os.getpid()
+    found = []
+    try:
+        entries = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return found
+    for pid in entries:
+        if pid in (me, 1):
+            continue
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                st = f.read()
+            fields = st[st.rfind(")") + 2:].split()
+            state, ppid = fields[0], int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if state == "Z":
+            continue
+        if ppid == me or own_ns:
+            found.append(pid)
+    return found
+
+
+def _storage_span(t):
+    try:
+        st = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+        ptr = st.data_ptr()
+        n = st.nbytes() if hasattr(st, "nbytes") else st.size() * t.element_size()
+        return ptr, ptr + n
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _as_list(out):
+    if isinstance(out, (tuple, list)):
+        return list(out)
+    return [out]
+
+
+class Runner:
+    """Holds one loaded model and runs calls on it the same way in every phase (same grad mode, same call
+    path), so the code under test cannot tell correctness calls from timed ones."""
+
+    def __init__(self, role, protections):
+        self.role = role
+        self.protections = protections
+        self.device = "cpu"
+        self.model = None
+        self.pool = []
+        self.live = None
+        self.last_out = None
+        self.flush_buf = None
+        self.base_flags = {}
+        self.base_threads = {}
+        self.filename = CANDIDATE_FILE if role == "candidate" else REFERENCE_FILE
+
+    # ----- loading -----
+    def load(self, job):
+        self.device = job.get("device", "cpu")
+        if self.device.startswith("cuda"):
+            torch.cuda.init()
+            torch.cuda.set_device(0)
+            torch.zeros(1, device="cuda").sum().item()  # context and driver threads exist before the baseline
+        torch.ones(1 << 16).sum().item()  # start the CPU thread pool before taking the thread baseline
+        _pin_flags(bool(job.get("allow_tf32", False)))
+        self.base_flags = _backend_flags()
+        os.environ["KGYM_TASK_SIZE"] = job.get("size") or "full"
+        path = os.path.join(os.getcwd(), self.filename)
+        with open(path, "w") as f:
+            f.write(job["code"])
+        modname = "kgym_candidate" if self.role == "candidate" else "kgym_reference"
+        phase = "load"
+        err_kind = "compile_error" if self.role == "candidate" else "invalid"
+        try:
+            spec = importlib.util.spec_from_file_location(modname, path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[modname] = mod
+            spec.loader.exec_module(mod)
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, SystemExit):
+                raise Reported(err_kind, phase, "the module called exit() while loading")
+            detail, tb = _describe(e, self.filename)
+            raise Reported(_exc_kind(e, err_kind), phase, detail, tb)
+        cls_name = job["class_name"]
+        cls = getattr(mod, cls_name, None)
+        if cls is None or not isinstance(cls, type):
+            raise Reported(err_kind, phase, "no class %s defined in the %s code" % (cls_name, self.role))
+        self.module = mod
+        self.cls = cls
+        self.base_threads = _os_threads()
+        self.base_py_threads = set(threading.enumerate())
+
+    def build(self, init_args, seed, train_mode):
+        kind = "runtime_error" if self.role == "candidate" else "invalid"
+        try:
+            _seed_all(seed)
+            with _no_grad():
+                m = self.cls(*init_args)
+            if not isinstance(m, torch.nn.Module):
+                raise TypeError("%s(...) is not a torch.nn.Module" % self.cls.__name__)
+            m = m.to(self.device)
+            m.train(bool(train_mode))
+            self.model = m
+        except Reported:
+            raise
+        except BaseException as e:  # noqa: BLE001
+            detail, tb = _describe(e, self.filename)
+            raise Reported(_exc_kind(e, kind), "init", detail, tb)
+
+    # ----- calls -----
+    def sync(self):
+        if self.device.startswith("cuda"):
+            _cuda_sync()
+
+    def call(self, args, phase):
+        kind = "runtime_error" if self.role == "candidate" else "invalid"
+        try:
+            with _no_grad():
+                out = self.model(*args)
+            self.sync()
+            return out
+        except Reported:
+            raise
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, SystemExit):
+                raise Reported("crashed", phase, "forward called exit()")
+            detail, tb = _describe(e, self.filename)
+            raise Reported(_exc_kind(e, kind), phase, detail, tb)
+
+    def inspect_output(self, out, args, originals, phase):
+        """Facts about one call's result that need the process itself: returns a list of hack evidences."""
+        evid = []
+        outs = _as_list(out)
+        in_spans = [s for s in (_storage_span(a) for a in args if isinstance(a, _Tensor)) if s]
+        for i, o in enumerate(outs):
+            if isinstance(o, _Tensor):
+                if type(o) is not _Tensor and not (type(o).__name__ == "Parameter"):
+                    evid.append(("lazy tensor / subclass", "output %d is a %s, not a torch.Tensor" %
+                                 (i, type(o).__name__)))
+                    continue
+                if o.device.type != torch.device(self.device).type:
+                    evid.append(("wrong device", "output %d is on %s, expected %s" % (i, o.device, self.device)))
+                sp = _storage_span(o)
+                if sp and o.numel() > 0:
+                    for a0, a1 in in_spans:
+                        if sp[0] < a1 and a0 < sp[1]:
+                            evid.append(("output aliases input",
+                                         "output %d shares storage with an input tensor" % i))
+                            break
+        if originals is not None:
+            for k, (a, orig) in enumerate(zip(args, originals)):
+                if isinstance(a, _Tensor) and not _equal(a, orig):
+                    evid.append(("input mutation", "input %d was modified by forward" % k))
+        flags = _backend_flags()
+        changed = [k for k in flags if self.base_flags.get(k) != flags[k]]
+        if changed:
+            evid.append(("precision downgrade", "global backend flags changed: " +
+                         ", ".join("%s %s->%s" % (k, self.base_flags.get(k), flags[k]) for k in changed)))
+        new_py = [t for t in threading.enumerate() if t not in self.base_py_threads and t.is_alive()]
+        if new_py:
+            evid.append(("thread injection", "%d thread(s) still running after forward returned: %s" %
+                         (len(new_py), ", ".join(t.name for t in new_py[:4]))))
+        else:
+            now = _os_threads()
+            extra = [c for t, c in now.items() if t not in self.base_threads
+                     and not c.startswith(("cuda", "pt_", "python", "torch"))]
+            if extra and self.role == "candidate":
+                evid.append(("thread injection", "native thread(s) started by the candidate: " +
+                             ", ".join(extra[:4])))
+        procs = _other_processes(bool(self.protections.get("pid_namespace")))
+        if procs:
+            evid.append(("stray process", "%d process(es) still running after forward returned (pids %s)" %
+                         (len(procs), procs[:4])))
+        return evid
+
+    # ----- timing -----
+    def prepare_timing(self, flush_mb):
+        first = self.pool[0]
+        self.live = [a.clone() if isinstance(a, _Tensor) else a for a in first]
+        if self.device.startswith("cuda") and flush_mb > 0:
+            self.flush_buf = torch.empty(int(flush_mb) << 18, dtype=torch.float32, device=self.device)
+
+    def refill(self, j):
+        src = self.pool[j]
+        with _no_grad():
+            for a, s in zip(self.live, src):
+                if isinstance(a, _Tensor):
+                    a.copy_(s)
+        if self.flush_buf is not None:
+            self.flush_buf.zero_()
+        self.sync()
+
+
+def _send_error(sock, rep):
+    wire.send(sock, {"type": "error", "kind": rep.kind, "phase": rep.phase, "detail": rep.detail,
+                     "traceback": _tail(rep.tb)})
+
+
+def _send_values(sock, header, groups):
+    """groups: {name: list of values}; all tensors go in one payload."""
+    descs_all, chunks, offset = [], [], 0
+    for name, values in groups.items():
+        items, descs, payload = tensors.pack(values)
+        base = len(descs_all)
+        for d in descs:
+            d["offset"] += offset
+            descs_all.append(d)
+        for it in items:
+            if it["kind"] == "tensor":
+                it["index"] += base
+        header[name] = items
+        chunks.append(payload)
+        offset += len(payload)
+    header["tensors"] = descs_all
+    wire.send(sock, header, b"".join(chunks))
+
+
+def _variant(values, variant):
+    if variant == "default":
+        return values
+    out = []
+    for v in values:
+        if isinstance(v, _Tensor) and v.is_floating_point() and v.numel() > 1:
+            # Signed and wider than the task's own draw, so shortcuts that rely on U[0,1) inputs fail.
+            out.append(((v.float() - v.float().mean()) * 3.0).to(v.dtype))
+        else:
+            out.append(v)
+    return out
+
+
+def _finite(values):
+    for v in values:
+        if isinstance(v, _Tensor) and v.is_floating_point() and not bool(torch.isfinite(v).all()):
+            return False
+    return True
+
+
+def _make_inputs(mod, seed, device):
+    _seed_all(seed)
+    ctx = None
+    if device.startswith("cuda") and hasattr(torch, "device") and hasattr(torch.device, "__enter__"):
+        ctx = torch.device(device)
+    if ctx is not None:
+        with ctx:
+            vals = list(mod.get_inputs())
+    else:
+        vals = list(mod.get_inputs())
+    return [v.to(device) if isinstance(v, _Tensor) else v for v in vals]
+
+
+def serve_reference(sock, r, job):
+    mod = r.module
+    if not hasattr(mod, "get_inputs") or not hasattr(mod, "get_init_inputs"):
+        raise Reported("invalid", "load", "the reference defines no get_inputs()/get_init_inputs()")
+    try:
+        _seed_all(job["init_seed"])
+        init_args = list(mod.get_init_inputs())
+    except BaseException as e:  # noqa: BLE001
+        detail, tb = _describe(e, r.filename)
+        raise Reported("invalid", "init", "get_init_inputs() failed: " + detail, tb)
+    if len(init_args) == 2 and init_args[0] == [] and isinstance(init_args[1], dict):
+        raise Reported("invalid", "init", "keyword init inputs are not supported")
+    r.build(init_args, job["init_seed"], job.get("train_mode", False))
+    _send_values(sock, {"type": "init"}, {"init": init_args})
+    for i, t in enumerate(job["trials"]):
+        try:
+            inputs = _make_inputs(mod, t["seed"], r.device)
+        except BaseException as e:  # noqa: BLE001
+            detail, tb = _describe(e, r.filename)
+            raise Reported("invalid", "inputs", "get_inputs() failed: " + detail, tb)
+        inputs = _variant(inputs, t.get("variant", "default"))
+        out = _as_list(r.call(inputs, "correctness"))
+        skipped = not _finite(out)
+        if skipped and t.get("variant", "default") == "default":
+            raise Reported("invalid", "correctness", "the reference output is not finite on its own inputs")
+        _send_values(sock, {"type": "trial_result", "index": i, "skipped": skipped},
+                     {"inputs": inputs, "outputs": out})
+    for j, seed in enumerate(job.get("pool_seeds", [])):
+        inputs = _make_inputs(mod, seed, r.device)
+        out = _as_list(r.call(inputs, "pool"))
+        r.pool.append(inputs)
+        _send_values(sock, {"type": "pool_set", "index": j}, {"inputs": inputs, "outputs": out})
+    if job.get("reference_backend") in ("torch_compile", "torch-compile", "compile"):
+        try:
+            r.model = torch.compile(r.model)
+        except BaseException as e:  # noqa: BLE001
+            wire.send(sock, {"type": "note", "key": "reference_backend_error", "value": str(e)[:500]})
+
+
+def serve_candidate(sock, r, job, payload):
+    init_args = tensors.unpack(job["init"], job["tensors"], payload, "cpu")
+    r.build(init_args, job["init_seed"], job.get("train_mode", False))
+    wire.send(sock, {"type": "ready"})
+    while True:
+        h, p = wire.recv(sock)
+        t = h["type"]
+        if t == "trial":
+            args = tensors.unpack(h["inputs"], h["tensors"], p, r.device)
+            originals = [a.clone() if isinstance(a, _Tensor) else a for a in args]
+            out = r.call(args, "correctness")
+            evid = r.inspect_output(out, args, originals, "correctness")
+            del originals
+            if evid:
+                wire.send(sock, {"type": "evidence", "items": [list(e) for e in evid]})
+            _send_values(sock, {"type": "trial_result", "index": h["index"]}, {"outputs": _as_list(out)})
+        elif t == "pool_set":
+            r.pool.append(tensors.unpack(h["inputs"], h["tensors"], p, r.device))
+            wire.send(sock, {"type": "ok"})
+        elif t == "timing":
+            return h
+        elif t == "finish":
+            return None
+        else:
+            raise Reported("invalid", "protocol", "unexpected message %r" % t)
+
+
+def timing_loop(sock, r, h):
+    r.prepare_timing(h.get("flush_mb", 0))
+    use_events = r.device.startswith("cuda")
+    ev0 = ev1 = None
+    if use_events:
+        ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    wire.send(sock, {"type": "ok"})
+    while True:
+        h, _ = wire.recv(sock)
+        t = h["type"]
+        if t == "call":
+            j = h["set"] % len(r.pool)
+            r.refill(j)
+            wire.send(sock, {"type": "start", "call": h["call"]})
+            t0 = _perf_ns()
+            if use_events:
+                ev0.record()
+            r.last_out = r.call(r.live, "timing")
+            if use_events:
+                ev1.record()
+                ev1.synchronize()
+            t1 = _perf_ns()
+            rep = {"type": "done", "call": h["call"], "self_ms": (t1 - t0) / 1e6}
+            if use_events:
+                rep["event_ms"] = ev0.elapsed_time(ev1)
+            wire.send(sock, rep)
+        elif t == "fetch":
+            j = h["set"] % len(r.pool)
+            evid = r.inspect_output(r.last_out, r.live, r.pool[j], "timing") if r.role == "candidate" else []
+            if evid:
+                wire.send(sock, {"type": "evidence", "items": [list(e) for e in evid]})
+            _send_values(sock, {"type": "outputs", "call": h["call"]}, {"outputs": _as_list(r.last_out)})
+        elif t == "finish":
+            return
+        else:
+            raise Reported("invalid", "protocol", "unexpected message %r" % t)
+
+
+def serve(sock, role, protections):
+    """Entry point in the sandboxed process. Returns the exit code."""
+    sys.dont_write_bytecode = True
+    wire.send(sock, {"type": "hello", "role": role, "pid": os.getpid(), "protections": protections})
+    try:
+        job, payload = wire.recv(sock)
+        r = Runner(role, protections)
+        r.load(job)
+        if role == "reference":
+            serve_reference(sock, r, job)
+            wire.send(sock, {"type": "ready"})
+            h, _ = wire.recv(sock)
+            if h["type"] == "timing":
+                timing_loop(sock, r, h)
+        else:
+            h = serve_candidate(sock, r, job, payload)
+            if h is not None:
+                timing_loop(sock, r, h)
+        wire.send(sock, {"type": "bye"})
+        return 0
+    except Reported as rep:
+        _send_error(sock, rep)
+        return 0
+    except wire.ChannelClosed:
+        return 0

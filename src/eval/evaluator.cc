@@ -1,0 +1,677 @@
+// The evaluation path of one request: reference data (cached), candidate worker, verdict, timing.
+#include "eval/evaluator.h"
+
+#include <signal.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+
+#include "eval/policy.h"
+#include "eval/reference.h"
+#include "eval/tensor.h"
+#include "eval/timing_stats.h"
+#include "eval/worker_session.h"
+#include "sandbox/zygote.h"
+
+namespace kgym {
+
+size_t ReferenceData::Bytes() const {
+  size_t n = 0;
+  auto add = [&](const Values& vs) {
+    for (const auto& v : vs) n += v.tensor.bytes.size();
+  };
+  for (const auto& t : trials) add(t.inputs), add(t.outputs);
+  for (const auto& t : pool) add(t.inputs), add(t.outputs);
+  return n;
+}
+
+namespace {
+
+using std::chrono::duration;
+using std::chrono::seconds;
+
+uint64_t Mix(uint64_t x) {  // splitmix64 finaliser: seeds from the secret, the key and an index
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::string HexKey(const std::string& s) {
+  XXH128_hash_t h = XXH3_128bits(s.data(), s.size());
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return buf;
+}
+
+const char* SignalName(int sig) {
+  const char* s = ::sigabbrev_np(sig);
+  return s ? s : "?";
+}
+
+Outcome OutcomeForKind(const std::string& kind) {
+  auto o = OutcomeFromName(kind);
+  return o.value_or(Outcome::kRuntimeError);
+}
+
+double Seconds(Clock::duration d) { return duration<double>(d).count(); }
+
+struct Deadline {
+  Clock::time_point at;
+  double limit_s;
+};
+
+// Everything that ends a worker's run early, turned into an outcome a model can act on.
+void ClassifyFailure(WorkerSession* w, const Status& s, const std::string& phase, const Deadline& dl,
+                     bool is_reference, EvalResult* r) {
+  std::string who = is_reference ? "the reference" : "the candidate";
+  if (w->cancelled()) {
+    w->Kill();
+    r->outcome = Outcome::kInvalid;
+    r->outcome_detail = "cancelled";
+    return;
+  }
+  if (s.code() == Status::Code::kTimeout) {
+    w->Kill();
+    r->outcome = is_reference ? Outcome::kInvalid : Outcome::kTimeout;
+    std::ostringstream o;
+    o << who << " exceeded the time limit of " << dl.limit_s << " s during " << phase;
+    r->outcome_detail = o.str();
+    return;
+  }
+  WorkerExit e;
+  bool got = w->WaitExit(Clock::now() + seconds(3), &e);
+  std::string out = w->Output();
+  bool oom = out.find("MemoryError") != std::string::npos || out.find("out of memory") != std::string::npos ||
+             out.find("Cannot allocate memory") != std::string::npos ||
+             out.find("std::bad_alloc") != std::string::npos;
+  std::ostringstream o;
+  if (got && e.signaled && e.signal == SIGXCPU) {
+    r->outcome = Outcome::kTimeout;
+    o << who << " used up its CPU-time limit during " << phase;
+  } else if (oom || (got && e.signaled && e.signal == SIGKILL && !w->killed())) {
+    r->outcome = Outcome::kResourceExhausted;
+    o << who << " ran out of memory during " << phase;
+  } else if (got && e.signaled) {
+    r->outcome = Outcome::kCrashed;
+    o << who << " was killed by signal SIG" << SignalName(e.signal) << " during " << phase;
+  } else if (got) {
+    r->outcome = Outcome::kCrashed;
+    o << who << " exited with status " << e.code << " during " << phase << " without a result";
+  } else {
+    r->outcome = Outcome::kCrashed;
+    o << who << " stopped answering during " << phase << " (" << s.message() << ")";
+  }
+  if (is_reference) r->outcome = Outcome::kInvalid;
+  r->outcome_detail = o.str();
+}
+
+class EvaluatorImpl : public Evaluator {
+ public:
+  explicit EvaluatorImpl(EvaluatorOptions o) : opt_(std::move(o)) {
+    std::random_device rd;
+    secret_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }
+
+  Status Init() {
+    ZygoteOptions z;
+    z.python = opt_.python.empty() ? DefaultPython() : opt_.python;
+    z.harness_path = opt_.harness_path;
+    return Zygote::Start(z, &zygote_);
+  }
+
+  std::vector<std::string> Devices() const override {
+    std::vector<std::string> d = {"cpu"};
+    for (int i = 0; i < 64; ++i) {
+      if (::access(("/dev/nvidia" + std::to_string(i)).c_str(), F_OK) != 0) break;
+      d.push_back("cuda:" + std::to_string(i));
+    }
+    return d;
+  }
+
+  EvalResult Evaluate(const EvalRequest& req, const ProgressFn& progress, const std::atomic<bool>* cancel) override;
+
+ private:
+  std::shared_ptr<const ReferenceData> Reference(const EvalRequest& req, const Deadline& dl);
+  std::shared_ptr<ReferenceData> RunReference(const EvalRequest& req, const std::string& key, const Deadline& dl);
+  void RunCandidate(const EvalRequest& req, const ReferenceData& ref, const Deadline& dl, const ProgressFn& progress,
+                    const std::atomic<bool>* cancel, EvalResult* r);
+  std::mutex& TimingLock(const EvalRequest& req) {
+    std::lock_guard<std::mutex> l(locks_mu_);
+    auto& m = timing_locks_[req.device == "cuda" ? "cuda:" + std::to_string(req.device_index) : "cpu"];
+    if (!m) m = std::make_unique<std::mutex>();
+    return *m;
+  }
+  nlohmann::json Policy(const EvalRequest& req, const std::string& role);
+
+  EvaluatorOptions opt_;
+  std::unique_ptr<Zygote> zygote_;
+  uint64_t secret_;
+  std::mutex cache_mu_;
+  std::map<std::string, std::shared_future<std::shared_ptr<const ReferenceData>>> cache_;
+  std::mutex locks_mu_;
+  std::map<std::string, std::unique_ptr<std::mutex>> timing_locks_;
+};
+
+nlohmann::json EvaluatorImpl::Policy(const EvalRequest& req, const std::string& role) {
+  PolicyInputs in;
+  in.enabled = opt_.sandbox && !req.unsafe_no_sandbox;
+  in.cuda = req.device == "cuda";
+  in.device_index = req.device_index;
+  in.memory_limit_gb = req.memory_limit_gb > 0 ? req.memory_limit_gb : opt_.default_memory_limit_gb;
+  in.timeout_s = req.timeout_s;
+  in.hidden_paths = opt_.hidden_paths;
+  in.role = role;
+  return BuildPolicy(in);
+}
+
+// Runs `n_warmup` + `n` calls on a worker that holds `pool_size` input sets. The supervisor's receive times of
+// the worker's "start" and "done" frames bracket each call: that interval is the trusted sample. A random
+// subset of calls is fetched and handed to `verify` (which returns false to stop).
+Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, double flush_mb, uint64_t seed,
+                  const Deadline& dl, const std::function<bool(int call, int set, const Frame&)>& verify,
+                  std::vector<double>* trusted, std::vector<double>* self_ms, std::vector<double>* event_ms,
+                  std::vector<double>* first_seen, std::vector<double>* repeated) {
+  Frame f;
+  Status s = w->Send({{"type", "timing"}, {"flush_mb", flush_mb}});
+  if (s.ok()) s = w->RecvReply(dl.at, &f);
+  if (!s.ok()) return s;
+  std::mt19937_64 rng(seed);
+  int n_verify = std::min(n, 8);
+  std::vector<bool> fetch(n, false);
+  for (int k = 0; k < n_verify; ++k) fetch[rng() % n] = true;
+  if (n > 0) fetch[n - 1] = true;
+  for (int i = -n_warmup; i < n; ++i) {
+    int set = i < 0 ? 0 : i % pool_size;
+    s = w->Send({{"type", "call"}, {"call", i}, {"set", set}});
+    Frame start, done;
+    if (s.ok()) s = w->RecvReply(dl.at, &start);
+    if (s.ok()) s = w->RecvReply(dl.at, &done);
+    if (!s.ok()) return s;
+    if (start.header.value("type", "") == "error") {
+      f = std::move(start);
+      return Status::InvalidArgument(f.header.dump());
+    }
+    if (done.header.value("type", "") == "error") return Status::InvalidArgument(done.header.dump());
+    if (start.header.value("type", "") != "start" || done.header.value("type", "") != "done")
+      return Status::Internal("worker broke the timing protocol");
+    if (i < 0) continue;
+    double ms = duration<double, std::milli>(done.received - start.received).count();
+    trusted->push_back(ms);
+    self_ms->push_back(done.header.value("self_ms", -1.0));
+    if (done.header.contains("event_ms")) event_ms->push_back(done.header["event_ms"].get<double>());
+    if (pool_size < n) (i < pool_size ? first_seen : repeated)->push_back(ms);
+    if (fetch[i]) {
+      s = w->Send({{"type", "fetch"}, {"call", i}, {"set", set}});
+      Frame out;
+      if (s.ok()) s = w->RecvReply(dl.at, &out);
+      if (!s.ok()) return s;
+      if (!verify(i, set, out)) return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+std::shared_ptr<const ReferenceData> EvaluatorImpl::Reference(const EvalRequest& req, const Deadline& dl) {
+  std::ostringstream k;
+  k << req.reference_code << '\0' << req.entry_point << '\0' << req.device << ':' << req.device_index << '\0'
+    << req.size << '\0' << req.num_correct_trials << '\0' << req.num_perf_trials << '\0' << req.num_warmup << '\0'
+    << req.reference_backend << '\0' << req.train_mode << '\0' << req.measure_performance;
+  std::string key = HexKey(k.str());
+  std::promise<std::shared_ptr<const ReferenceData>> mine;
+  std::shared_future<std::shared_ptr<const ReferenceData>> fut;
+  bool compute = false;
+  {
+    std::lock_guard<std::mutex> l(cache_mu_);
+    auto it = cache_.find(key);
+    if (it == cache_.end()) {
+      fut = mine.get_future().share();
+      cache_[key] = fut;
+      compute = true;
+    } else {
+      fut = it->second;
+    }
+  }
+  if (compute) {
+    auto data = RunReference(req, key, dl);
+    // A reference that failed for infrastructure reasons (timeout) is not cached.
+    if (!data->error_kind.empty() && data->error_kind != "invalid") {
+      std::lock_guard<std::mutex> l(cache_mu_);
+      cache_.erase(key);
+    }
+    mine.set_value(data);
+  }
+  return fut.get();
+}
+
+std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& req, const std::string& key,
+                                                           const Deadline& dl) {
+  auto ref = std::make_shared<ReferenceData>();
+  ref->key = key;
+  uint64_t base = Mix(secret_ ^ XXH3_64bits(key.data(), key.size()));
+  ref->init_seed = Mix(base + 1) % (1ull << 31);
+  nlohmann::json trials = nlohmann::json::array();
+  int n = std::max(1, req.num_correct_trials);
+  for (int i = 0; i < n; ++i) trials.push_back({{"seed", Mix(base + 100 + i) % (1ull << 31)}, {"variant", "default"}});
+  trials.push_back({{"seed", Mix(base + 99) % (1ull << 31)}, {"variant", "signed"}});
+  nlohmann::json pool_seeds = nlohmann::json::array();
+  int pool = req.measure_performance ? std::clamp(req.num_perf_trials, 1, 16) : 0;
+  for (int j = 0; j < pool; ++j) pool_seeds.push_back(Mix(base + 1000 + j) % (1ull << 31));
+
+  auto fail = [&](const std::string& kind, const std::string& detail, WorkerSession* w) {
+    ref->error_kind = kind;
+    ref->error_detail = detail;
+    if (w) ref->error_output = w->Output();
+    return ref;
+  };
+  std::unique_ptr<WorkerSession> w;
+  Status s = WorkerSession::Start(zygote_.get(), {{"role", "reference"}, {"policy", Policy(req, "reference")}}, dl.at,
+                                  &w);
+  if (!s.ok()) return fail("system", "could not start the reference worker: " + s.ToString(), w.get());
+  nlohmann::json job = {{"type", "job"},
+                        {"code", req.reference_code},
+                        {"class_name", req.entry_point},
+                        {"device", req.device == "cuda" ? "cuda" : "cpu"},
+                        {"size", req.size},
+                        {"init_seed", ref->init_seed},
+                        {"train_mode", req.train_mode},
+                        {"trials", trials},
+                        {"pool_seeds", pool_seeds},
+                        {"reference_backend", req.reference_backend}};
+  s = w->Send(job);
+  EvalResult tmp;
+  Frame f;
+  auto read = [&](const char* phase) -> bool {
+    s = w->RecvReply(dl.at, &f);
+    if (!s.ok()) {
+      ClassifyFailure(w.get(), s, phase, dl, true, &tmp);
+      fail(s.code() == Status::Code::kTimeout ? "timeout" : "invalid", tmp.outcome_detail, w.get());
+      return false;
+    }
+    if (f.header.value("type", "") == "error") {
+      std::string detail = f.header.value("detail", "");
+      std::string tb = f.header.value("traceback", "");
+      fail("invalid", "the reference is broken (" + f.header.value("phase", "") + "): " + detail, w.get());
+      if (!tb.empty()) ref->error_output = tb + "\n" + ref->error_output;
+      return false;
+    }
+    return true;
+  };
+  if (!s.ok() || !read("init")) return ref;
+  s = DecodeValues(f.header, "init", f.payload, &ref->init);
+  if (!s.ok()) return fail("invalid", "reference init values: " + s.message(), w.get());
+  for (size_t i = 0; i < trials.size(); ++i) {
+    if (!read("correctness")) return ref;
+    ReferenceTrial t;
+    t.variant = trials[i]["variant"];
+    t.skipped = f.header.value("skipped", false);
+    if (!(s = DecodeValues(f.header, "inputs", f.payload, &t.inputs)).ok() ||
+        !(s = DecodeValues(f.header, "outputs", f.payload, &t.outputs)).ok())
+      return fail("invalid", "reference trial values: " + s.message(), w.get());
+    ref->trials.push_back(std::move(t));
+  }
+  for (int j = 0; j < pool; ++j) {
+    if (!read("timing pool")) return ref;
+    ReferenceTrial t;
+    t.variant = "default";
+    if (!(s = DecodeValues(f.header, "inputs", f.payload, &t.inputs)).ok() ||
+        !(s = DecodeValues(f.header, "outputs", f.payload, &t.outputs)).ok())
+      return fail("invalid", "reference pool values: " + s.message(), w.get());
+    ref->pool.push_back(std::move(t));
+  }
+  if (!read("ready")) return ref;
+  if (req.measure_performance) {
+    std::lock_guard<std::mutex> timing(TimingLock(req));
+    std::vector<double> trusted, self, ev, first, later;
+    s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials), pool,
+                   req.device == "cuda" ? 256 : 0, base + 7, dl, [](int, int, const Frame&) { return true; },
+                   &trusted, &self, &ev, &first, &later);
+    if (!s.ok()) {
+      if (s.code() == Status::Code::kInvalidArgument) {
+        auto h = nlohmann::json::parse(s.message(), nullptr, false);
+        return fail("invalid", "the reference failed while being timed: " + h.value("detail", s.message()), w.get());
+      }
+      ClassifyFailure(w.get(), s, "reference timing", dl, true, &tmp);
+      return fail(s.code() == Status::Code::kTimeout ? "timeout" : "invalid", tmp.outcome_detail, w.get());
+    }
+    ref->timing = ComputeTimingStats(trusted);
+    ref->notes["reference_self_reported_median_ms"] = ComputeTimingStats(self).median;
+    if (!ev.empty()) ref->notes["reference_cuda_event_median_ms"] = ComputeTimingStats(ev).median;
+  }
+  for (auto& [k2, v] : w->notes().items()) ref->notes[k2] = v;
+  w->Send({{"type", "finish"}});
+  WorkerExit e;
+  w->WaitExit(Clock::now() + seconds(5), &e);
+  return ref;
+}
+
+void Fail(EvalResult* r, Outcome o, const std::string& detail) {
+  r->outcome = o;
+  r->outcome_detail = detail;
+}
+
+void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& ref, const Deadline& dl,
+                                 const ProgressFn& progress, const std::atomic<bool>* cancel_, EvalResult* r) {
+  auto& md = r->metadata;
+  std::unique_ptr<WorkerSession> w;
+  Status s = WorkerSession::Start(zygote_.get(), {{"role", "candidate"}, {"policy", Policy(req, "candidate")}}, dl.at,
+                                  &w);
+  if (w) w->SetCancel(cancel_);
+  auto finish_output = [&] {
+    if (!w) return;
+    WorkerExit e;
+    w->WaitExit(Clock::now() + seconds(3), &e);
+    md["stdout_tail"] = w->Output();
+    md["stdout_bytes"] = w->OutputBytes();
+  };
+  if (!s.ok()) {
+    if (w && s.code() != Status::Code::kTimeout) {
+      ClassifyFailure(w.get(), s, "start", dl, false, r);
+      finish_output();
+      return;
+    }
+    Fail(r, Outcome::kInvalid, "could not start the candidate worker: " + s.ToString());
+    r->error_code = "SYSTEM_ERROR";
+    return;
+  }
+  md["sandbox"] = w->hello().value("protections", nlohmann::json::object());
+  std::string phase = "load";
+  auto harness_error = [&](const Frame& f) {
+    std::string kind = f.header.value("kind", "runtime_error");
+    std::string fphase = f.header.value("phase", phase);
+    Outcome o = OutcomeForKind(kind);
+    std::string detail = f.header.value("detail", "");
+    std::string tb = f.header.value("traceback", "");
+    r->compiled = o != Outcome::kCompileError;
+    if (o == Outcome::kCompileError) {
+      Fail(r, o, "compile error: " + detail);
+      md["compilation_error"] = tb.empty() ? detail : tb;
+    } else if (o == Outcome::kResourceExhausted) {
+      Fail(r, o, "out of memory during " + fphase + ": " + detail);
+      md["runtime_error"] = tb;
+    } else {
+      Fail(r, o, (o == Outcome::kRuntimeError ? "exception in " + fphase + ": " : fphase + ": ") + detail);
+      md["runtime_error"] = tb.empty() ? detail : tb;
+    }
+  };
+  auto fail_session = [&](const Status& st) {
+    ClassifyFailure(w.get(), st, phase, dl, false, r);
+    finish_output();
+  };
+
+  nlohmann::json job = {{"type", "job"},
+                        {"code", req.kernel_code},
+                        {"class_name", req.entry_point + "New"},
+                        {"device", req.device == "cuda" ? "cuda" : "cpu"},
+                        {"size", req.size},
+                        {"init_seed", ref.init_seed},
+                        {"train_mode", req.train_mode}};
+  std::string payload;
+  EncodeValues(ref.init, "init", &job, &payload);
+  s = w->Send(job, payload);
+  Frame f;
+  if (s.ok()) s = w->RecvReply(dl.at, &f);
+  if (!s.ok()) return fail_session(s);
+  if (f.header.value("type", "") == "error") {
+    harness_error(f);
+    return finish_output();
+  }
+  r->compiled = true;
+
+  // Correctness: every trial's outputs are compared here with the pristine reference's.
+  if (progress) progress("correctness");
+  phase = "correctness";
+  Tolerance t32{req.atol, req.rtol}, t16{req.atol_half, req.rtol_half};
+  int passed = 0, used = 0;
+  nlohmann::json max_diff = nlohmann::json::array(), avg_diff = nlohmann::json::array();
+  std::vector<Values> cand_outs;
+  std::vector<const ReferenceTrial*> used_trials;
+  nlohmann::json trial_log = nlohmann::json::array();
+  std::string first_problem;
+  for (const auto& t : ref.trials) {
+    if (t.skipped) continue;
+    ++used;
+    nlohmann::json h = {{"type", "trial"}, {"index", used - 1}};
+    std::string p;
+    EncodeValues(t.inputs, "inputs", &h, &p);
+    s = w->Send(h, p);
+    if (s.ok()) s = w->RecvReply(dl.at, &f);
+    if (!s.ok()) return fail_session(s);
+    if (f.header.value("type", "") == "error") {
+      harness_error(f);
+      return finish_output();
+    }
+    Values outs;
+    s = DecodeValues(f.header, "outputs", f.payload, &outs);
+    if (!s.ok()) {
+      Fail(r, Outcome::kIncorrect, "the candidate's outputs could not be read: " + s.message());
+      return finish_output();
+    }
+    Comparison c = CompareValues(t.outputs, outs, t32, t16);
+    trial_log.push_back({{"variant", t.variant}, {"ok", c.ok}, {"max_abs_diff", c.max_abs_diff},
+                         {"mean_abs_diff", c.mean_abs_diff}, {"rel_l2", c.rel_l2}, {"problem", c.problem}});
+    if (c.ok) {
+      ++passed;
+    } else {
+      max_diff.push_back(c.max_abs_diff);
+      avg_diff.push_back(c.mean_abs_diff);
+      if (first_problem.empty())
+        first_problem = (t.variant == "default" ? "" : "on " + t.variant + " inputs: ") + c.problem;
+      break;  // the verdict is decided; more trials cost time and tell the model nothing new
+    }
+    cand_outs.push_back(std::move(outs));
+    used_trials.push_back(&t);
+  }
+  r->correctness_detail = {{"trials", trial_log}, {"atol", req.atol}, {"rtol", req.rtol}};
+  md["correctness_trials"] = "(" + std::to_string(passed) + " / " + std::to_string(used) + ")";
+  if (!max_diff.empty()) {
+    md["max_difference"] = max_diff;
+    md["avg_difference"] = avg_diff;
+  }
+  if (!w->evidence().empty()) {
+    const auto& e = w->evidence()[0];
+    Fail(r, Outcome::kHacked, "hacked (" + e[0].get<std::string>() + "): " + e[1].get<std::string>());
+    md["hack_evidence"] = w->evidence();
+    return finish_output();
+  }
+  if (!first_problem.empty()) {
+    Fail(r, Outcome::kIncorrect, first_problem);
+    md["correctness_issue"] = first_problem;
+    return finish_output();
+  }
+  // Sensitivity: when the reference's outputs differ between trials, the candidate's must too.
+  if (cand_outs.size() >= 2) {
+    bool ref_varies = false, cand_varies = false;
+    for (size_t i = 1; i < cand_outs.size(); ++i) {
+      ref_varies |= !BytesEqual(used_trials[i]->outputs, used_trials[0]->outputs);
+      cand_varies |= !BytesEqual(cand_outs[i], cand_outs[0]);
+    }
+    if (ref_varies && !cand_varies) {
+      Fail(r, Outcome::kHacked,
+           "hacked (constant output): the output is bit-identical for different inputs while the reference's "
+           "changes");
+      return finish_output();
+    }
+  }
+  r->correctness = true;
+  Fail(r, Outcome::kCorrect, "correct on " + std::to_string(passed) + " trials");
+
+  if (!req.measure_performance || !ref.timing) {
+    w->Send({{"type", "finish"}});
+    return finish_output();
+  }
+  // Timing: the same pool of inputs the reference was timed on, refilled in place before every call.
+  if (progress) progress("timing");
+  phase = "timing";
+  for (const auto& t : ref.pool) {
+    nlohmann::json h = {{"type", "pool_set"}};
+    std::string p;
+    EncodeValues(t.inputs, "inputs", &h, &p);
+    s = w->Send(h, p);
+    if (s.ok()) s = w->RecvReply(dl.at, &f);
+    if (!s.ok()) return fail_session(s);
+    if (f.header.value("type", "") == "error") {
+      harness_error(f);
+      return finish_output();
+    }
+  }
+  std::string timed_problem;
+  auto verify = [&](int call, int set, const Frame& out) {
+    if (out.header.value("type", "") == "error") {
+      timed_problem = "error";
+      return false;
+    }
+    Values o;
+    Status ds = DecodeValues(out.header, "outputs", out.payload, &o);
+    Comparison c = ds.ok() ? CompareValues(ref.pool[set].outputs, o, t32, t16) : Comparison{};
+    if (!ds.ok() || !c.ok) {
+      timed_problem = "timed call " + std::to_string(call) + " returned a wrong result (" +
+                      (ds.ok() ? c.problem : ds.message()) + ")";
+      return false;
+    }
+    return true;
+  };
+  std::vector<double> trusted, self, ev, first, later;
+  {
+    std::lock_guard<std::mutex> timing(TimingLock(req));
+    s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials),
+                   static_cast<int>(ref.pool.size()), req.device == "cuda" ? 256 : 0, Mix(secret_ ^ 0x5eed), dl,
+                   verify, &trusted, &self, &ev, &first, &later);
+  }
+  if (s.code() == Status::Code::kInvalidArgument) {
+    Frame ef;
+    ef.header = nlohmann::json::parse(s.message(), nullptr, false);
+    r->correctness = false;
+    harness_error(ef);
+    return finish_output();
+  }
+  if (!s.ok()) {
+    r->correctness = false;
+    return fail_session(s);
+  }
+  if (!w->evidence().empty()) {
+    const auto& e = w->evidence()[0];
+    r->correctness = false;
+    Fail(r, Outcome::kHacked, "hacked (" + e[0].get<std::string>() + ") during timing: " + e[1].get<std::string>());
+    md["hack_evidence"] = w->evidence();
+    return finish_output();
+  }
+  if (!timed_problem.empty()) {
+    r->correctness = false;
+    Fail(r, Outcome::kHacked, "hacked (caching or test-mode detection): " + timed_problem +
+                                  " although the correctness trials passed");
+    return finish_output();
+  }
+  double repeat = RepeatSpeedRatio(first, later);
+  md["timing_repeat_ratio"] = repeat;
+  if (first.size() >= 3 && later.size() >= 3 && repeat < 0.5) {
+    r->correctness = false;
+    std::ostringstream o;
+    o.precision(3);
+    o << "hacked (caching): calls on inputs seen before ran " << 1.0 / repeat
+      << "x faster than calls on new inputs";
+    Fail(r, Outcome::kHacked, o.str());
+    return finish_output();
+  }
+  r->kernel_timing = ComputeTimingStats(trusted);
+  r->reference_timing = ref.timing;
+  r->kernel_runtime = r->kernel_timing->median;
+  r->reference_runtime = ref.timing->median;
+  r->speedup = r->kernel_runtime > 0 ? r->reference_runtime / r->kernel_runtime : 0;
+  auto self_stats = ComputeTimingStats(self);
+  md["kernel_self_reported_median_ms"] = self_stats.median;
+  if (!ev.empty()) md["kernel_cuda_event_median_ms"] = ComputeTimingStats(ev).median;
+  w->Send({{"type", "finish"}});
+  finish_output();
+}
+
+EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& progress,
+                                   const std::atomic<bool>* cancel) {
+  EvalResult r;
+  r.task_id = req.task_id;
+  auto t0 = Clock::now();
+  Deadline dl{t0 + std::chrono::duration_cast<Clock::duration>(duration<double>(req.timeout_s)), req.timeout_s};
+  auto& md = r.metadata;
+  md["device"] = req.device == "cuda" ? "cuda:" + std::to_string(req.device_index) : "cpu";
+  md["backend"] = req.backend;
+  md["num_correct_trials"] = req.num_correct_trials;
+  md["num_perf_trials"] = req.num_perf_trials;
+  md["hardware"] = req.device == "cuda" ? "cuda" : "cpu";
+
+  // Cancel: checked between phases, and every worker session polls it while waiting (then kills its worker).
+  if (req.reference_code.find("class " + req.entry_point) == std::string::npos) {
+    Fail(&r, Outcome::kInvalid, "the reference code defines no class " + req.entry_point);
+    r.error_code = "VALIDATION_ERROR";
+    r.error_message = r.outcome_detail;
+    return r;
+  }
+  if (progress) progress("reference");
+  auto ref = Reference(req, dl);
+  md["reference_cache_key"] = ref->key;
+  for (auto& [k, v] : ref->notes.items()) md[k] = v;
+  if (!ref->error_kind.empty()) {
+    Fail(&r, Outcome::kInvalid, ref->error_detail);
+    r.error_code = ref->error_kind == "system" ? "SYSTEM_ERROR" : "VALIDATION_ERROR";
+    r.error_message = ref->error_detail;
+    md["reference_output"] = ref->error_output.size() > 8000 ? ref->error_output.substr(ref->error_output.size() - 8000)
+                                                             : ref->error_output;
+    return r;
+  }
+  if (cancel && cancel->load()) {
+    Fail(&r, Outcome::kInvalid, "cancelled");
+    r.error_message = "cancelled";
+    return r;
+  }
+  if (progress) progress("load");
+  RunCandidate(req, *ref, dl, progress, cancel, &r);
+  if (r.outcome != Outcome::kCorrect) {
+    r.correctness = r.outcome == Outcome::kCorrect;
+    r.speedup = 0;
+    if (r.outcome == Outcome::kHacked) r.decoy_kernel = r.outcome_detail.find("decoy") != std::string::npos;
+    r.error_code = ErrorCodeFor(r.outcome);
+    r.error_message = r.outcome_detail;
+    if (r.reference_runtime < 0 && ref->timing) r.reference_runtime = -1.0;
+  }
+  md["evaluation_s"] = Seconds(Clock::now() - t0);
+  if (progress) progress("done");
+  return r;
+}
+
+}  // namespace
+
+Status Evaluator::Create(const EvaluatorOptions& options, std::unique_ptr<Evaluator>* out) {
+  EvaluatorOptions o = options;
+  if (o.harness_path.empty()) {
+    if (const char* p = std::getenv("KGYM_HARNESS_PATH"); p && *p) o.harness_path = p;
+  }
+  if (o.harness_path.empty()) {
+    // Installed layout: <prefix>/bin/kgym and <prefix>/share/kgym/python; build layout: the source tree.
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+    for (auto cand : {exe / "../share/kgym/python", exe / "../../../python", exe / "../../python",
+                      std::filesystem::path(KGYM_SOURCE_PYTHON_DIR)}) {
+      if (std::filesystem::exists(cand / "kgym_harness" / "worker.py", ec)) {
+        o.harness_path = std::filesystem::weakly_canonical(cand, ec).string();
+        break;
+      }
+    }
+  }
+  if (o.harness_path.empty()) return Status::NotFound("cannot find the kgym_harness package (set KGYM_HARNESS_PATH)");
+  auto impl = std::make_unique<EvaluatorImpl>(o);
+  Status s = impl->Init();
+  if (!s.ok()) return s;
+  *out = std::move(impl);
+  return Status::Ok();
+}
+
+}  // namespace kgym

@@ -1,0 +1,36 @@
+#include "eval/policy.h"
+
+#include <cstdlib>
+#include <random>
+
+namespace kgym {
+
+nlohmann::json BuildPolicy(const PolicyInputs& in) {
+  nlohmann::json p;
+  p["enabled"] = in.enabled;
+  p["net"] = true;
+  p["pidns"] = true;
+  p["mountns"] = true;
+  p["uid"] = 65534;
+  std::random_device rd;
+  p["scratch"] = "/tmp/kgym-" + std::to_string(rd()) + std::to_string(rd());
+  p["scratch_mb"] = 4096;
+  std::vector<std::string> hide = in.hidden_paths;
+  if (const char* home = std::getenv("HOME"); home && *home && std::string(home) != "/") hide.push_back(home);
+  p["hide"] = hide;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  // CUDA reserves a large virtual address space, so on a GPU the address-space limit is only a backstop.
+  double as = in.cuda ? std::max(in.memory_limit_gb, 64.0) : in.memory_limit_gb;
+  p["rlimits"] = {{"as", static_cast<long long>(as * gib)},
+                  {"nofile", 4096},
+                  {"nproc", 4096},
+                  {"fsize", 1ll << 32},
+                  {"cpu", static_cast<long long>(in.timeout_s * 8 + 60)},
+                  {"core", 0}};
+  p["env"] = {{"CUDA_VISIBLE_DEVICES", in.cuda ? std::to_string(in.device_index) : std::string("")},
+              {"OMP_NUM_THREADS", "4"},
+              {"PYTHONDONTWRITEBYTECODE", "1"}};
+  return p;
+}
+
+}  // namespace kgym

@@ -1,0 +1,23 @@
+// The sandbox policy of one worker, as the JSON the harness applies (python/kgym_harness/sandbox.py): which
+// namespaces, which limits, which environment. Built here so the supervisor, not the worker, decides.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace kgym {
+
+struct PolicyInputs {
+  bool enabled = true;
+  bool cuda = false;
+  int device_index = 0;
+  double memory_limit_gb = 16;
+  double timeout_s = 300;
+  std::vector<std::string> hidden_paths;
+  std::string role = "candidate";
+};
+
+nlohmann::json BuildPolicy(const PolicyInputs& in);
+
+}  // namespace kgym

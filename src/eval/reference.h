@@ -1,0 +1,34 @@
+// Reference data of one task configuration: the inputs of every correctness trial and timing-pool set, the
+// reference outputs for them, and the reference's own timing. Produced once by a pristine worker that never
+// loads candidate code, then shared (read-only) by every evaluation with the same key.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/evaluation.h"
+#include "eval/tensor.h"
+
+namespace kgym {
+
+struct ReferenceTrial {
+  std::string variant;  // "default" (the task's own get_inputs) or "signed" (wider, signed floats)
+  bool skipped = false;  // the reference was not finite on this variant: not used
+  Values inputs, outputs;
+};
+
+struct ReferenceData {
+  std::string key;            // hex hash of (reference code, configuration, device model)
+  std::string error_kind;     // empty when the reference worked
+  std::string error_detail;   // a sentence about what is broken in the reference
+  std::string error_output;   // captured output of the reference worker when it failed
+  uint64_t init_seed = 0;
+  Values init;                // constructor arguments
+  std::vector<ReferenceTrial> trials;
+  std::vector<ReferenceTrial> pool;  // timing input sets (default variant)
+  std::optional<TimingStats> timing;
+  nlohmann::json notes = nlohmann::json::object();
+  size_t Bytes() const;
+};
+
+}  // namespace kgym

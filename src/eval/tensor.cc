@@ -1,0 +1,262 @@
+#include "eval/tensor.h"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace kgym {
+
+namespace {
+struct DTypeInfo {
+  DType d;
+  const char* name;
+  size_t size;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::kFloat32, "float32", 4}, {DType::kFloat64, "float64", 8}, {DType::kFloat16, "float16", 2},
+    {DType::kBFloat16, "bfloat16", 2}, {DType::kInt64, "int64", 8}, {DType::kInt32, "int32", 4},
+    {DType::kInt16, "int16", 2}, {DType::kInt8, "int8", 1}, {DType::kUInt8, "uint8", 1}, {DType::kBool, "bool", 1},
+};
+
+double HalfToDouble(uint16_t h) {
+  uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  double v;
+  if (exp == 0) v = std::ldexp(static_cast<double>(man), -24);
+  else if (exp == 31) v = man ? NAN : INFINITY;
+  else v = std::ldexp(static_cast<double>(man | 0x400), static_cast<int>(exp) - 25);
+  return sign ? -v : v;
+}
+
+double BFloatToDouble(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+template <typename T>
+T Load(const std::string& s, int64_t i) {
+  T v;
+  std::memcpy(&v, s.data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+std::string ShapeOf(const std::vector<int64_t>& shape) {
+  std::ostringstream o;
+  o << "[";
+  for (size_t i = 0; i < shape.size(); ++i) o << (i ? ", " : "") << shape[i];
+  o << "]";
+  return o.str();
+}
+}  // namespace
+
+bool ParseDType(const std::string& name, DType* out) {
+  for (const auto& e : kDTypes)
+    if (name == e.name) {
+      *out = e.d;
+      return true;
+    }
+  return false;
+}
+
+const char* DTypeName(DType d) {
+  for (const auto& e : kDTypes)
+    if (e.d == d) return e.name;
+  return "?";
+}
+
+size_t DTypeSize(DType d) {
+  for (const auto& e : kDTypes)
+    if (e.d == d) return e.size;
+  return 1;
+}
+
+bool IsFloating(DType d) {
+  return d == DType::kFloat32 || d == DType::kFloat64 || d == DType::kFloat16 || d == DType::kBFloat16;
+}
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  return n;
+}
+
+std::string Tensor::ShapeString() const { return ShapeOf(shape); }
+
+double Tensor::At(int64_t i) const {
+  switch (dtype) {
+    case DType::kFloat32: return Load<float>(bytes, i);
+    case DType::kFloat64: return Load<double>(bytes, i);
+    case DType::kFloat16: return HalfToDouble(Load<uint16_t>(bytes, i));
+    case DType::kBFloat16: return BFloatToDouble(Load<uint16_t>(bytes, i));
+    case DType::kInt64: return static_cast<double>(Load<int64_t>(bytes, i));
+    case DType::kInt32: return Load<int32_t>(bytes, i);
+    case DType::kInt16: return Load<int16_t>(bytes, i);
+    case DType::kInt8: return Load<int8_t>(bytes, i);
+    case DType::kUInt8: return Load<uint8_t>(bytes, i);
+    case DType::kBool: return Load<uint8_t>(bytes, i) ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+Status DecodeValues(const nlohmann::json& header, const std::string& key, const std::string& payload, Values* out) {
+  out->clear();
+  if (!header.contains(key) || !header[key].is_array()) return Status::InvalidArgument("missing '" + key + "'");
+  const auto& descs = header.contains("tensors") ? header["tensors"] : nlohmann::json::array();
+  for (const auto& it : header[key]) {
+    Value v;
+    if (it.value("kind", "") == "json") {
+      v.json = it.contains("value") ? it["value"] : nlohmann::json();
+      out->push_back(std::move(v));
+      continue;
+    }
+    size_t idx = it.value("index", static_cast<size_t>(-1));
+    if (!descs.is_array() || idx >= descs.size()) return Status::InvalidArgument("bad tensor index");
+    const auto& d = descs[idx];
+    v.is_tensor = true;
+    if (!ParseDType(d.value("dtype", ""), &v.tensor.dtype))
+      return Status::InvalidArgument("unsupported dtype " + d.value("dtype", std::string("?")));
+    for (const auto& s : d.value("shape", nlohmann::json::array())) {
+      if (!s.is_number_integer() || s.get<int64_t>() < 0) return Status::InvalidArgument("bad shape");
+      v.tensor.shape.push_back(s.get<int64_t>());
+    }
+    uint64_t off = d.value("offset", 0ull), n = d.value("nbytes", 0ull);
+    if (off > payload.size() || n > payload.size() - off) return Status::InvalidArgument("tensor outside payload");
+    if (n != static_cast<uint64_t>(v.tensor.numel()) * DTypeSize(v.tensor.dtype))
+      return Status::InvalidArgument("tensor byte count does not match its shape");
+    v.tensor.bytes.assign(payload.data() + off, n);
+    out->push_back(std::move(v));
+  }
+  return Status::Ok();
+}
+
+void EncodeValues(const Values& values, const std::string& key, nlohmann::json* header, std::string* payload) {
+  auto& h = *header;
+  if (!h.contains("tensors")) h["tensors"] = nlohmann::json::array();
+  nlohmann::json items = nlohmann::json::array();
+  for (const auto& v : values) {
+    if (!v.is_tensor) {
+      items.push_back({{"kind", "json"}, {"value", v.json}});
+      continue;
+    }
+    h["tensors"].push_back({{"dtype", DTypeName(v.tensor.dtype)},
+                            {"shape", v.tensor.shape},
+                            {"offset", payload->size()},
+                            {"nbytes", v.tensor.bytes.size()}});
+    items.push_back({{"kind", "tensor"}, {"index", h["tensors"].size() - 1}});
+    payload->append(v.tensor.bytes);
+  }
+  h[key] = items;
+}
+
+Comparison CompareTensors(const Tensor& ref, const Tensor& cand, const Tolerance& tol) {
+  Comparison c;
+  c.numel = ref.numel();
+  if (ref.shape != cand.shape) {
+    c.problem = "shape mismatch: expected " + ref.ShapeString() + ", got " + cand.ShapeString();
+    return c;
+  }
+  if (ref.dtype != cand.dtype) {
+    c.problem = std::string("dtype mismatch: expected ") + DTypeName(ref.dtype) + ", got " + DTypeName(cand.dtype);
+    return c;
+  }
+  double sum_abs = 0, sum_sq_diff = 0, sum_sq_ref = 0;
+  int64_t nonfinite = 0;
+  for (int64_t i = 0; i < c.numel; ++i) {
+    double r = ref.At(i), x = cand.At(i);
+    bool rf = std::isfinite(r), xf = std::isfinite(x);
+    if (!xf) {
+      // Non-finite where the reference is finite (or a different non-finite value) is wrong.
+      bool same = !rf && ((std::isnan(r) && std::isnan(x)) || r == x);
+      if (!same) {
+        ++nonfinite;
+        ++c.mismatched;
+        if (c.worst_index < 0) c.worst_index = i;
+      }
+      continue;
+    }
+    if (!rf) {
+      ++c.mismatched;
+      continue;
+    }
+    double d = std::fabs(x - r);
+    sum_abs += d;
+    sum_sq_diff += d * d;
+    sum_sq_ref += r * r;
+    if (d > c.max_abs_diff) {
+      c.max_abs_diff = d;
+      if (c.mismatched == 0) c.worst_index = i;
+    }
+    if (d > tol.atol + tol.rtol * std::fabs(r)) {
+      if (c.mismatched == 0 || d >= c.max_abs_diff) c.worst_index = i;
+      ++c.mismatched;
+    }
+  }
+  c.mean_abs_diff = c.numel ? sum_abs / static_cast<double>(c.numel) : 0;
+  c.rel_l2 = sum_sq_ref > 0 ? std::sqrt(sum_sq_diff / sum_sq_ref) : std::sqrt(sum_sq_diff);
+  c.ok = c.mismatched == 0;
+  if (nonfinite) {
+    std::ostringstream o;
+    o << "output contains " << nonfinite << " NaN/Inf value(s) where the reference is finite";
+    c.problem = o.str();
+  } else if (!c.ok) {
+    std::ostringstream o;
+    o.precision(6);
+    o << "values mismatch: " << c.mismatched << " of " << c.numel << " elements outside atol=" << tol.atol
+      << " rtol=" << tol.rtol << "; max abs diff " << c.max_abs_diff << ", mean abs diff " << c.mean_abs_diff
+      << ", relative L2 error " << c.rel_l2;
+    c.problem = o.str();
+  }
+  return c;
+}
+
+Comparison CompareValues(const Values& ref, const Values& cand, const Tolerance& tol_fp32,
+                         const Tolerance& tol_half) {
+  Comparison total;
+  if (ref.size() != cand.size()) {
+    total.problem = "expected " + std::to_string(ref.size()) + " output(s), got " + std::to_string(cand.size());
+    return total;
+  }
+  total.ok = true;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const auto& r = ref[i];
+    const auto& c = cand[i];
+    std::string which = ref.size() > 1 ? "output " + std::to_string(i) + ": " : "";
+    if (r.is_tensor != c.is_tensor) {
+      total.ok = false;
+      total.problem = which + (r.is_tensor ? "expected a tensor, got a plain value" : "expected a plain value");
+      return total;
+    }
+    if (!r.is_tensor) {
+      if (r.json != c.json) {
+        total.ok = false;
+        total.problem = which + "value mismatch: expected " + r.json.dump() + ", got " + c.json.dump();
+        return total;
+      }
+      continue;
+    }
+    bool half = r.tensor.dtype == DType::kFloat16 || r.tensor.dtype == DType::kBFloat16;
+    Comparison one = CompareTensors(r.tensor, c.tensor, half ? tol_half : tol_fp32);
+    total.max_abs_diff = std::max(total.max_abs_diff, one.max_abs_diff);
+    total.mean_abs_diff = std::max(total.mean_abs_diff, one.mean_abs_diff);
+    total.rel_l2 = std::max(total.rel_l2, one.rel_l2);
+    total.mismatched += one.mismatched;
+    total.numel += one.numel;
+    if (!one.ok) {
+      total.ok = false;
+      if (total.problem.empty()) total.problem = which + one.problem;
+    }
+  }
+  return total;
+}
+
+bool BytesEqual(const Values& a, const Values& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].is_tensor != b[i].is_tensor) return false;
+    if (a[i].is_tensor ? a[i].tensor.bytes != b[i].tensor.bytes : a[i].json != b[i].json) return false;
+  }
+  return true;
+}
+
+}  // namespace kgym

@@ -1,0 +1,62 @@
+// Tensors as the supervisor sees them: dtype, shape and raw bytes handed over by a worker. The supervisor never
+// trusts a worker's opinion about its tensors; it reads the bytes itself.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace kgym {
+
+enum class DType { kFloat32, kFloat64, kFloat16, kBFloat16, kInt64, kInt32, kInt16, kInt8, kUInt8, kBool };
+
+bool ParseDType(const std::string& name, DType* out);
+const char* DTypeName(DType d);
+size_t DTypeSize(DType d);
+bool IsFloating(DType d);
+
+struct Tensor {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  std::string bytes;
+  int64_t numel() const;
+  double At(int64_t i) const;  // element i as double (fp16/bf16 decoded)
+  std::string ShapeString() const;
+};
+
+// One call's argument or result list: each item is a tensor or a plain JSON value.
+struct Value {
+  bool is_tensor = false;
+  Tensor tensor;
+  nlohmann::json json;
+};
+using Values = std::vector<Value>;
+
+// Decodes header[key] (items) + header["tensors"] + payload. Validates sizes against shapes and dtypes.
+Status DecodeValues(const nlohmann::json& header, const std::string& key, const std::string& payload, Values* out);
+// Encodes values into (items, tensors, payload) under header[key], appending to header["tensors"]/payload.
+void EncodeValues(const Values& values, const std::string& key, nlohmann::json* header, std::string* payload);
+
+struct Tolerance {
+  double atol = 1e-2, rtol = 1e-2;
+};
+
+// Comparison of one output against the reference, allclose semantics: |c - r| <= atol + rtol * |r|.
+struct Comparison {
+  bool ok = false;
+  std::string problem;  // "", or a sentence: shape/dtype mismatch, non-finite values, value mismatch
+  double max_abs_diff = 0, mean_abs_diff = 0, rel_l2 = 0;
+  int64_t mismatched = 0, numel = 0;
+  int64_t worst_index = -1;
+};
+
+Comparison CompareTensors(const Tensor& ref, const Tensor& cand, const Tolerance& tol);
+// Compares result lists (same arity, same kinds); `index` names which output failed in the problem text.
+Comparison CompareValues(const Values& ref, const Values& cand, const Tolerance& tol_fp32, const Tolerance& tol_half);
+
+bool BytesEqual(const Values& a, const Values& b);
+
+}  // namespace kgym

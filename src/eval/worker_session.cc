@@ -1,0 +1,116 @@
+#include "eval/worker_session.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace kgym {
+
+Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::time_point deadline,
+                            std::unique_ptr<WorkerSession>* out) {
+  int sv[2], pipefd[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    return Status::IOError(std::string("socketpair: ") + std::strerror(errno));
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) {
+    ::close(sv[0]);
+    ::close(sv[1]);
+    return Status::IOError(std::string("pipe: ") + std::strerror(errno));
+  }
+  std::unique_ptr<WorkerSession> w(new WorkerSession());
+  w->zygote_ = zygote;
+  Status s = zygote->Fork(spec, sv[1], pipefd[1], &w->job_, &w->pid_);
+  ::close(sv[1]);
+  ::close(pipefd[1]);
+  if (!s.ok()) {
+    ::close(sv[0]);
+    ::close(pipefd[0]);
+    return s;
+  }
+  w->chan_ = sv[0];
+  w->capture_ = std::make_unique<OutputCapture>(pipefd[0], 16 * 1024, 48 * 1024);
+  Frame f;
+  s = w->Recv(deadline, &f);
+  if (!s.ok()) {
+    *out = std::move(w);
+    return s;
+  }
+  w->hello_ = f.header;
+  *out = std::move(w);
+  return Status::Ok();
+}
+
+WorkerSession::~WorkerSession() {
+  if (!exited_) {
+    Kill();
+    WorkerExit e;
+    WaitExit(Clock::now() + std::chrono::seconds(5), &e);
+  }
+  if (chan_ >= 0) ::close(chan_);
+  capture_.reset();  // joins the reader: every process holding the pipe is gone
+}
+
+Status WorkerSession::Send(const nlohmann::json& header, const std::string& payload) {
+  return SendFrame(chan_, header, payload);
+}
+
+Status WorkerSession::Recv(Clock::time_point deadline, Frame* out) {
+  if (!cancel_) return RecvFrame(chan_, deadline, out);
+  // Wait for the first bytes in short slices so a cancel is noticed; then read the frame whole.
+  while (true) {
+    if (cancel_->load()) return Status::Unavailable("cancelled");
+    auto now = Clock::now();
+    if (now >= deadline) return Status::Timeout("worker did not answer in time");
+    auto slice = std::min(deadline, now + std::chrono::milliseconds(200));
+    pollfd pfd{chan_, POLLIN, 0};
+    int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(slice - now).count()) + 1;
+    if (::poll(&pfd, 1, ms) > 0) return RecvFrame(chan_, deadline, out);
+  }
+}
+
+Status WorkerSession::RecvReply(Clock::time_point deadline, Frame* out) {
+  while (true) {
+    Status s = Recv(deadline, out);
+    if (!s.ok()) return s;
+    std::string t = out->header.value("type", "");
+    if (t == "evidence") {
+      for (const auto& e : out->header.value("items", nlohmann::json::array())) evidence_.push_back(e);
+      continue;
+    }
+    if (t == "note") {
+      notes_[out->header.value("key", "note")] = out->header.value("value", nlohmann::json());
+      continue;
+    }
+    return s;
+  }
+}
+
+void WorkerSession::Kill() {
+  if (pid_ > 0 && !exited_) {
+    killed_ = true;
+    // C is the outside process of the worker; its death takes the namespace (and all it holds) down.
+    // Without a PID namespace the worker leads its own session: kill the group as well.
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+  }
+}
+
+bool WorkerSession::WaitExit(Clock::time_point deadline, WorkerExit* out) {
+  if (exited_) {
+    *out = exit_;
+    return true;
+  }
+  if (!zygote_->WaitExit(job_, deadline, &exit_)) return false;
+  exited_ = true;
+  *out = exit_;
+  return true;
+}
+
+std::string WorkerSession::Output() { return capture_ ? capture_->Text() : ""; }
+size_t WorkerSession::OutputBytes() { return capture_ ? capture_->total_bytes() : 0; }
+
+}  // namespace kgym
