@@ -60,9 +60,7 @@ class _OpenAIHandler(BaseHTTPRequestHandler):
     def do_POST(self):
         owner = self.server.owner
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        first = body["messages"][0]["content"]
-        m = re.search(r"# TASK=(\w+)", first)
-        task = m.group(1) if m else "?"
+        task = owner.task_of(body["messages"][0]["content"])
         seed = body.get("seed", 0)
         sample, turn = seed // 1000, seed % 1000
         with owner.lock:
@@ -87,9 +85,15 @@ class _OpenAIHandler(BaseHTTPRequestHandler):
             pass  # the client gave up (timeout) before we answered
 
 
+def task_from_marker(first_message):
+    m = re.search(r"# TASK=(\w+)", first_message)
+    return m.group(1) if m else "?"
+
+
 class FakeOpenAI(_Server):
-    def __init__(self, script):
+    def __init__(self, script, task_of=task_from_marker):
         self.script = script
+        self.task_of = task_of
         self.lock = threading.Lock()
         self.attempts = {}
         self.log = []
