@@ -5,7 +5,7 @@ namespace kgym::agent {
 
 bool RewardsAvailable() { return false; }
 
-Status MakeRewardFn(const std::string&, RewardFn*) {
+Status MakeRewardFn(const std::string&, bool, RewardFn*) {
   return Status::Unavailable("this kgym was built without kgym_rl (src/rl/reward.h); rewards are unavailable");
 }
 

@@ -21,7 +21,7 @@ struct AgentArgs {
   size_t feedback_max_chars = 8000;
   std::vector<std::string> stop;
   bool logprobs = false, compat = false, unsafe_no_sandbox = false, no_dataset_prompt = false;
-  bool retry_failed = false, no_progress = false, print_prompt = false;
+  bool retry_failed = false, no_progress = false, print_prompt = false, reward_coverage = false;
 };
 
 int RunAgentCommand(const AgentArgs& a) {
@@ -77,7 +77,7 @@ int RunAgentCommand(const AgentArgs& a) {
     }
   }
   RewardFn reward;
-  s = MakeRewardFn(a.reward, &reward);
+  s = MakeRewardFn(a.reward, a.reward_coverage, &reward);
   if (!s.ok()) {
     if (RewardsAvailable()) {
       std::fprintf(stderr, "kgym agent: %s\n", s.ToString().c_str());
@@ -123,7 +123,7 @@ int RunAgentCommand(const AgentArgs& a) {
   opt.progress = !a.no_progress;
   opt.loop = loop;
   opt.config_extra = {{"tasks", a.tasks},           {"base_url", a.base_url},   {"server", a.server},
-                      {"reward", a.reward},         {"device", a.device},       {"size", a.size},
+                      {"reward", a.reward}, {"reward_coverage", a.reward_coverage},         {"device", a.device},       {"size", a.size},
                       {"num_perf_trials", a.num_perf_trials}, {"num_correct_trials", a.num_correct_trials},
                       {"evaluator", eval->Describe()}};
   AgentRunSummary sum;
@@ -153,6 +153,8 @@ KGYM_REGISTER_COMMAND(
       sub->add_option("--server", a->server, "KernelGYM-compatible server URL (default: in-process evaluator)");
       sub->add_option("--api-key-env", a->api_key_env, "environment variable holding the API key")->capture_default_str();
       sub->add_option("--reward", a->reward, "calculate_reward_speedup | calculate_reward_weighted | calculate_reward_like_kernel")->capture_default_str();
+      sub->add_flag("--reward-coverage", a->reward_coverage,
+                    "add the profiling-coverage term (RL recipe); off like Dr.Kernel's eval scripts");
       sub->add_option("--temperature", a->temperature)->capture_default_str();
       sub->add_option("--top-p", a->top_p)->capture_default_str();
       sub->add_option("--max-tokens", a->max_tokens, "per-turn generation budget (0 = not sent)")->capture_default_str();
