@@ -10,7 +10,7 @@ import torch.nn as nn
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
 if SIZE not in ("full", "small"):
     raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-ROWS, HIDDEN = (256, 1024) if SIZE == "small" else (131072, 4096)
+ROWS, HIDDEN = (256, 1024) if SIZE == "small" else (163840, 4096)
 EPS = 1e-5
 
 

@@ -7,7 +7,7 @@ import torch.nn as nn
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
 if SIZE not in ("full", "small"):
     raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-ROWS, COLS = (256, 4096) if SIZE == "small" else (131072, 4096)
+ROWS, COLS = (256, 4096) if SIZE == "small" else (163840, 4096)
 
 
 class Model(nn.Module):

@@ -7,7 +7,7 @@ import torch.nn as nn
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
 if SIZE not in ("full", "small"):
     raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-ROWS, COLS = (256, 1024) if SIZE == "small" else (8192, 65536)
+ROWS, COLS = (256, 1024) if SIZE == "small" else (10240, 65536)
 
 
 class Model(nn.Module):

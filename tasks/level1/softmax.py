@@ -9,7 +9,7 @@ import torch.nn as nn
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
 if SIZE not in ("full", "small"):
     raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-ROWS, COLS = (512, 1024) if SIZE == "small" else (524288, 1024)
+ROWS, COLS = (512, 1024) if SIZE == "small" else (655360, 1024)
 LOGIT_SCALE = 3.0
 
 

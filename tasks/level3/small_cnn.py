@@ -9,7 +9,7 @@ import torch.nn as nn
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
 if SIZE not in ("full", "small"):
     raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-BATCH, HEIGHT, WIDTH = (2, 16, 16) if SIZE == "small" else (128, 128, 128)
+BATCH, HEIGHT, WIDTH = (2, 16, 16) if SIZE == "small" else (256, 128, 128)
 CHANNELS = (3, 32, 64, 128)
 NUM_CLASSES = 10
 
