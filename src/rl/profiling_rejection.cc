@@ -1,0 +1,99 @@
+#include "rl/profiling_rejection.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace kgym::rl {
+namespace {
+
+inline uint64_t SplitMix64(uint64_t x) {
+  uint64_t z = x + 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+inline double KeepProbability(double c, const PrsOptions& opt) {
+  if (opt.factor > 0) return std::clamp((c - opt.threshold) / opt.factor, 0.0, 1.0);
+  return c >= opt.threshold ? 1.0 : 0.0;
+}
+
+}  // namespace
+
+Status ParsePrsLevel(const std::string& name, PrsLevel* out) {
+  if (name == "turn") *out = PrsLevel::kTurn;
+  else if (name == "geometric") *out = PrsLevel::kGeometric;
+  else return Status::InvalidArgument("unknown PRS level '" + name + "': use turn | geometric");
+  return Status::Ok();
+}
+
+double PrsUniform(uint64_t seed, uint64_t index) {
+  return static_cast<double>(SplitMix64(seed ^ SplitMix64(index)) >> 11) * 0x1.0p-53;
+}
+
+double RoundDecimals(double x, int decimals) {
+  if (decimals < 0 || !std::isfinite(x)) return x;
+  if (decimals <= 6) {
+    static const double kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+    const double scale = kPow10[decimals];
+    const double y = x * scale;
+    const double frac = y - std::floor(y);
+    // Away from a tie the scaled product rounds like the exact value; near one, ask printf (exact, half-even).
+    if (std::fabs(frac - 0.5) > 1e-6 && std::fabs(y) < 1e15) return std::nearbyint(y) / scale;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  return std::strtod(buf, nullptr);
+}
+
+Status ProfilingRejection(const PrsInput& in, const PrsOptions& opt, double* keep_prob, uint8_t* keep) {
+  if (in.size > 0 && (in.coverage == nullptr || in.correct == nullptr)) {
+    return Status::InvalidArgument("prs: coverage and correct are required");
+  }
+  if (opt.speedup_threshold >= 0 && in.size > 0 && in.speedup == nullptr) {
+    return Status::InvalidArgument("prs: speedup_threshold needs the speedup of every row");
+  }
+  std::vector<double> geo;  // per row, the trajectory's geometric coverage
+  if (opt.level == PrsLevel::kGeometric) {
+    if (in.rows == nullptr || in.rows->size != in.size) {
+      return Status::InvalidArgument("prs: the geometric level needs the turn rows (traj, turn) of every row");
+    }
+    const TurnRows& rows = *in.rows;
+    if (Status s = ValidateTurnRows(rows, 0, nullptr); !s.ok()) return s;
+    geo.assign(in.size, 0.0);
+    for (size_t i = 0; i < rows.size;) {
+      size_t end = i + 1;
+      while (end < rows.size && rows.traj[end] == rows.traj[i]) ++end;
+      double sum_log = 0.0;
+      int64_t n = 0;
+      for (size_t k = i; k < end; ++k) {
+        if (rows.turn[k] <= 0 || (in.valid != nullptr && !in.valid[k])) continue;
+        sum_log += std::log(std::max(RoundDecimals(in.coverage[k], opt.round_decimals), 1e-8));
+        ++n;
+      }
+      const double g = n > 0 ? std::exp(sum_log / static_cast<double>(n)) : 0.0;
+      for (size_t k = i; k < end; ++k) geo[k] = g;
+      i = end;
+    }
+  }
+  for (size_t i = 0; i < in.size; ++i) {
+    double p;
+    if (in.valid != nullptr && !in.valid[i]) {
+      p = 0.0;
+    } else if (!in.correct[i]) {
+      p = 1.0;
+    } else {
+      const double c = opt.level == PrsLevel::kGeometric ? geo[i] : RoundDecimals(in.coverage[i], opt.round_decimals);
+      p = KeepProbability(c, opt);
+      if (opt.speedup_threshold >= 0 && in.speedup[i] >= opt.speedup_threshold) p = 1.0;
+    }
+    keep_prob[i] = p;
+    keep[i] = PrsUniform(opt.seed, i) < p ? 1 : 0;
+  }
+  return Status::Ok();
+}
+
+}  // namespace kgym::rl
