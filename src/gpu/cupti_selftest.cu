@@ -40,6 +40,8 @@ __global__ void spin_kernel(float* out, long long cycles) {
   if (threadIdx.x == 0) out[blockIdx.x] = 1.0f;
 }
 
+__global__ void empty_kernel() {}
+
 __global__ void other_kernel(float* out, long long cycles) {
   long long t0 = clock64();
   while (clock64() - t0 < cycles) {
@@ -59,10 +61,14 @@ int main() {
     setenv("KGYM_CUPTI_OUT", "/tmp/kgym_cupti_selftest.kgym", 1);
     out = getenv("KGYM_CUPTI_OUT");
   }
-  int rc = kgym_cupti_init();  // idempotent when already loaded through CUDA_INJECTION64_PATH
-  if (rc != 0) {
-    fprintf(stderr, "kgym_cupti_init failed: %d\n", rc);
-    return 2;
+  // KGYM_SELFTEST_OVERHEAD_ONLY=1: measure host launch cost without initialising the recorder (baseline).
+  const bool overhead_only = getenv("KGYM_SELFTEST_OVERHEAD_ONLY") != nullptr;
+  if (!overhead_only) {
+    int rc = kgym_cupti_init();  // idempotent when already loaded through CUDA_INJECTION64_PATH
+    if (rc != 0) {
+      fprintf(stderr, "kgym_cupti_init failed: %d\n", rc);
+      return 2;
+    }
   }
   float* buf = nullptr;
   float* buf2 = nullptr;
@@ -78,10 +84,22 @@ int main() {
   const long long kShort = 100000;  // ~50 us at ~2 GHz
   const long long kLong = 600000;   // ~300 us
 
-  // Warm up (module load, first-launch costs), untagged.
+  // Warm up every kernel (lazy module loading serialises a kernel's first launch), untagged.
   spin_kernel<<<1, 32, 0, a>>>(buf, 1000);
+  other_kernel<<<1, 32, 0, b>>>(buf, 1000);
+  empty_kernel<<<1, 32, 0, a>>>();
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
+
+  // Host cost of a launch, with or without the recorder (compare two runs).
+  const int kLaunches = 20000;
+  double l0 = HostUs();
+  for (int i = 0; i < kLaunches; ++i) empty_kernel<<<1, 32, 0, a>>>();
+  double launch_us = (HostUs() - l0) / kLaunches;
+  CK(cudaDeviceSynchronize());
+  printf("host launch cost: %.3f us per empty kernel (%s)\n", launch_us,
+         overhead_only ? "recorder not initialised" : "recorder active");
+  if (overhead_only) return 0;
 
   const int kSideCalls = 5;
   double event_us[kSideCalls], host_us[kSideCalls];

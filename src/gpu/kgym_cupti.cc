@@ -261,6 +261,11 @@ int InitLocked(const char* spec) {
     return -3;
   // Attribution and memory operations are useful but not essential: a failure is recorded, not fatal.
   Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION), "cuptiActivityEnable(EXTERNAL_CORRELATION)");
+  // CUPTI emits an external-correlation record only alongside an API activity record, so the runtime and
+  // driver API kinds must be on (Triton launches through the driver API, PyTorch through the runtime). The
+  // API records themselves are dropped in BufferCompleted.
+  Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "cuptiActivityEnable(RUNTIME)");
+  Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "cuptiActivityEnable(DRIVER)");
   Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityEnable(MEMCPY)");
   Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "cuptiActivityEnable(MEMSET)");
   g_active.store(true);
@@ -333,6 +338,8 @@ int kgym_cupti_shutdown(void) {
   Check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
   Check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION),
         "cuptiActivityDisable(EXTERNAL_CORRELATION)");
+  Check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME), "cuptiActivityDisable(RUNTIME)");
+  Check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER), "cuptiActivityDisable(DRIVER)");
   Check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityDisable(MEMCPY)");
   Check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET), "cuptiActivityDisable(MEMSET)");
   pthread_mutex_lock(&g_write_mu);
