@@ -89,15 +89,16 @@ return n
 constexpr const char* kCancel = R"lua(
 local job = KEYS[1]
 local state = redis.call('HGET', job, 'state')
+local gen = tonumber(redis.call('HGET', job, 'generation') or '0')
 if state == 'queued' then
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('HSET', job, 'state', 'cancelled')
-  return 1
+  return {1, gen}
 elseif state == 'running' then
   redis.call('HSET', job, 'cancel', 1)
-  return 2
+  return {2, gen}
 end
-return 0
+return {0, gen}
 )lua";
 }  // namespace
 
@@ -237,12 +238,15 @@ Status RedisJobQueue::ReapExpiredLeases(int* requeued) {
   return Status::Ok();
 }
 
-Status RedisJobQueue::Cancel(const std::string& id, bool* was_queued, bool* was_running) {
+Status RedisJobQueue::Cancel(const std::string& id, bool* was_queued, bool* was_running, int64_t* generation) {
   Reply r;
   Status s = Eval(kCancel, {prefix_ + ":job:" + id, prefix_ + ":queue"}, {id}, &r);
   if (!s.ok()) return s;
-  *was_queued = r.r->integer == 1;
-  *was_running = r.r->integer == 2;
+  if (r.r->type != REDIS_REPLY_ARRAY || r.r->elements != 2) return Status::Internal("redis: unexpected cancel reply");
+  long long code = r.r->element[0]->integer;
+  *was_queued = code == 1;
+  *was_running = code == 2;
+  if (generation) *generation = r.r->element[1]->integer;
   return Status::Ok();
 }
 

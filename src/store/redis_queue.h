@@ -73,8 +73,8 @@ class RedisJobQueue {
   Status ReapExpiredLeases(int* requeued);
 
   // Cancels: a queued job is removed from the queue (*was_queued); a running one is flagged so its worker's
-  // next heartbeat sees kCancelRequested.
-  Status Cancel(const std::string& id, bool* was_queued, bool* was_running);
+  // next heartbeat sees kCancelRequested. *generation (optional) is the generation that was cancelled.
+  Status Cancel(const std::string& id, bool* was_queued, bool* was_running, int64_t* generation = nullptr);
 
   // Blocks up to timeout_s for a finished job. The job stays in {p}:done:pending until Acknowledge(), and
   // RecoverUnacknowledged() re-delivers whatever an API node took but never acknowledged before it died.

@@ -1,0 +1,108 @@
+#include "server/http_server.h"
+
+#include <chrono>
+
+#include "server/http_routes.h"
+
+namespace kgym {
+
+namespace http {
+
+nlohmann::json ResultJson(const JobRecord& rec, bool compat) {
+  auto j = nlohmann::json::parse(rec.result_json, nullptr, false);
+  if (!j.is_object()) return nullptr;
+  return EvalResult::FromJson(j).ToJson(compat);
+}
+
+std::string StatusOf(const JobRecord& rec, bool compat) {
+  if (rec.state == JobState::kQueued) return "pending";
+  if (rec.state == JobState::kRunning) return "processing";
+  auto j = nlohmann::json::parse(rec.result_json, nullptr, false);
+  if (!j.is_object()) return "failed";
+  if (j.value("outcome_detail", "") == "cancelled") return compat ? "failed" : "cancelled";
+  return EvalResult::FromJson(j).Status(compat);
+}
+
+void SendJson(httplib::Response& res, int code, const nlohmann::json& body) {
+  res.status = code;
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+}
+
+void SendDetail(httplib::Response& res, int code, const std::string& detail) {
+  SendJson(res, code, {{"detail", detail}});
+}
+
+bool ParseBody(const httplib::Request& req, httplib::Response& res, nlohmann::json* out) {
+  *out = nlohmann::json::parse(req.body, nullptr, false);
+  if (out->is_discarded()) {
+    res.set_header("X-Error-Code", "VALIDATION_ERROR");
+    SendJson(res, 400, ValidationErrorBody("Request validation failed: the body is not valid JSON"));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace http
+
+struct HttpServer::Impl {
+  httplib::Server svr;
+  http::Context ctx;
+};
+
+HttpServer::HttpServer(EvaluationService* service, HttpOptions options) : impl_(new Impl) {
+  impl_->ctx.service = service;
+  impl_->ctx.options = std::move(options);
+  impl_->ctx.started_unix =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto& svr = impl_->svr;
+  int threads = std::max(8, impl_->ctx.options.threads);
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  svr.set_keep_alive_max_count(100000);
+  svr.set_keep_alive_timeout(30);
+  svr.set_read_timeout(60);
+  svr.set_write_timeout(60);
+  svr.set_payload_max_length(64u << 20);
+  std::string token = impl_->ctx.options.token;
+  if (!token.empty()) {
+    svr.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
+      if (req.method == "GET" && (req.path == "/" || req.path == "/health")) return httplib::Server::HandlerResponse::Unhandled;
+      if (req.get_header_value("Authorization") == "Bearer " + token) return httplib::Server::HandlerResponse::Unhandled;
+      res.set_header("WWW-Authenticate", "Bearer");
+      http::SendDetail(res, 401, "missing or wrong bearer token (send Authorization: Bearer <token>)");
+      return httplib::Server::HandlerResponse::Handled;
+    });
+  }
+  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string msg = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      msg = e.what();
+    } catch (...) {
+    }
+    res.set_header("X-Error-Code", "SYSTEM_ERROR");
+    http::SendJson(res, 500, {{"error", "InternalServerError"}, {"message", msg}, {"error_code", "SYSTEM_ERROR"}});
+  });
+  http::RegisterKernelGymRoutes(svr, &impl_->ctx);
+  http::RegisterNativeRoutes(svr, &impl_->ctx);
+}
+
+HttpServer::~HttpServer() = default;
+
+Status HttpServer::Bind() {
+  auto& o = impl_->ctx.options;
+  if (o.port == 0) {
+    port_ = impl_->svr.bind_to_any_port(o.host);
+    if (port_ <= 0) return Status::IOError("cannot bind to " + o.host);
+  } else {
+    if (!impl_->svr.bind_to_port(o.host, o.port))
+      return Status::IOError("cannot bind to " + o.host + ":" + std::to_string(o.port) + " (in use?)");
+    port_ = o.port;
+  }
+  return Status::Ok();
+}
+
+void HttpServer::Serve() { impl_->svr.listen_after_bind(); }
+void HttpServer::Stop() { impl_->svr.stop(); }
+
+}  // namespace kgym

@@ -1,0 +1,44 @@
+// HttpServer: the HTTP face of an EvaluationService. Speaks KernelGYM's API (POST /evaluate and friends, with
+// its schemas and error bodies, research/kernelgym.md §1) and kgym's native API under /v1 (asynchronous
+// submission, long-poll, server-sent progress events, Prometheus metrics).
+//
+// One thread per open connection from a fixed pool (cpp-httplib); size `threads` for the number of clients
+// that block in POST /evaluate at once (the Dr.Kernel client keeps up to 128 connections). When `token` is
+// set every route except GET / and GET /health requires "Authorization: Bearer <token>".
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "server/evaluation_service.h"
+
+namespace kgym {
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  int port = 10907;  // 0 = any free port (see port())
+  int threads = 512;
+  bool compat = false;  // --mode compat: KernelGYM's reward-relevant quirks
+  std::string token;
+  double max_wait_s = 3600;  // longest a blocking POST /evaluate waits before answering 504
+};
+
+class HttpServer {
+ public:
+  HttpServer(EvaluationService* service, HttpOptions options);
+  ~HttpServer();
+  // Binds the socket; after this port() is the bound port.
+  Status Bind();
+  // Serves until Stop(); blocks.
+  void Serve();
+  void Stop();
+  int port() const { return port_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+};
+
+}  // namespace kgym
