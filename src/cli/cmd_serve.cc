@@ -1,0 +1,146 @@
+// `kgym serve`: the KernelGYM-compatible evaluation service. One process for one machine (embedded SQLite
+// store, in-process scheduler); with --redis it becomes the API node of many, and `kgym worker` processes on
+// the GPU nodes run the evaluations. SIGTERM/SIGINT drain gracefully: no new jobs, running ones finish.
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "cli/command_registry.h"
+#include "server/evaluator_factory.h"
+#include "server/http_server.h"
+
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+void OnStopSignal(int sig) { g_stop_signal = sig; }
+
+struct ServeFlags {
+  std::string host = "127.0.0.1", gpus = "auto", store = "kgym-store.sqlite", redis, prefix = "kgym";
+  std::string mode = "default", token_file, sync = "normal";
+  int port = 10907, slots_per_gpu = 4, cpu_slots = 2, threads = 512, max_retries = 2;
+  double ttl = 7 * 24 * 3600.0, drain_timeout = 120, backoff = 1.0;
+  kgym::EvaluatorChoice evaluator;
+};
+
+bool ReadToken(const std::string& path, std::string* token) {
+  std::ifstream f(path);
+  if (!f) return false;
+  std::getline(f, *token);
+  while (!token->empty() && (token->back() == '\r' || token->back() == ' ')) token->pop_back();
+  return !token->empty();
+}
+
+int RunServe(const ServeFlags& f) {
+  std::string token;
+  if (!f.token_file.empty() && !ReadToken(f.token_file, &token)) {
+    std::fprintf(stderr, "kgym serve: --token-file %s is missing or empty\n", f.token_file.c_str());
+    return 2;
+  }
+  std::unique_ptr<kgym::JobStore> store;
+  kgym::StoreOptions so;
+  so.synchronous = f.sync;
+  kgym::Status s = kgym::JobStore::Open(f.store, so, &store);
+  if (!s.ok()) {
+    std::fprintf(stderr, "kgym serve: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::unique_ptr<kgym::Evaluator> evaluator;
+  std::unique_ptr<kgym::Dispatcher> dispatcher;
+  std::string where;
+  if (!f.redis.empty()) {
+    dispatcher = kgym::NewRedisDispatcher(f.redis, f.prefix);
+    where = "redis " + f.redis + " (run `kgym worker --redis " + f.redis + "` on the GPU nodes)";
+  } else {
+    s = kgym::MakeEvaluator(f.evaluator, &evaluator);
+    if (!s.ok()) {
+      std::fprintf(stderr, "kgym serve: %s\n", s.ToString().c_str());
+      return 1;
+    }
+    std::vector<std::string> available = evaluator->Devices();
+    std::string gpus = f.gpus;
+    if (gpus == "auto") {
+      gpus = "none";
+      for (auto& d : available)
+        if (d.rfind("cuda:", 0) == 0) gpus = "all";
+    }
+    kgym::SchedulerOptions opt;
+    opt.max_retries = f.max_retries;
+    opt.retry_backoff_s = f.backoff;
+    s = kgym::ParseDeviceList(gpus, available, f.slots_per_gpu, f.cpu_slots, &opt.devices);
+    if (!s.ok()) {
+      std::fprintf(stderr, "kgym serve: %s\n", s.ToString().c_str());
+      return 2;
+    }
+    for (auto& d : opt.devices) where += d.name + "x" + std::to_string(d.slots) + " ";
+    dispatcher = kgym::NewLocalDispatcher(evaluator.get(), opt);
+  }
+  kgym::ServiceOptions svc_opt;
+  svc_opt.result_ttl_s = f.ttl;
+  svc_opt.sweep_interval_s = std::max(1.0, std::min(60.0, f.ttl / 10));
+  kgym::EvaluationService service(store.get(), dispatcher.get(), svc_opt);
+  int recovered = 0;
+  s = service.Start(&recovered);
+  if (!s.ok()) {
+    std::fprintf(stderr, "kgym serve: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  kgym::HttpOptions ho;
+  ho.host = f.host;
+  ho.port = f.port;
+  ho.threads = f.threads;
+  ho.compat = f.mode == "compat";
+  ho.token = token;
+  kgym::HttpServer http(&service, ho);
+  s = http.Bind();
+  if (!s.ok()) {
+    std::fprintf(stderr, "kgym serve: %s\n", s.ToString().c_str());
+    service.Shutdown(0);
+    return 1;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGTERM, OnStopSignal);
+  std::signal(SIGINT, OnStopSignal);
+  std::thread serving([&] { http.Serve(); });
+  std::printf("kgym serve: listening on http://%s:%d (mode %s, store %s, %d job(s) recovered, devices: %s)\n",
+              f.host.c_str(), http.port(), f.mode.c_str(), f.store.c_str(), recovered, where.c_str());
+  std::fflush(stdout);
+  while (!g_stop_signal) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::fprintf(stderr, "kgym serve: draining (up to %.0f s for running evaluations)\n", f.drain_timeout);
+  int left = service.Shutdown(f.drain_timeout);
+  http.Stop();
+  serving.join();
+  std::fprintf(stderr, "kgym serve: stopped (%d evaluation(s) cut short; queued jobs stay in the store)\n", left);
+  return 0;
+}
+
+KGYM_REGISTER_COMMAND("serve", "run the KernelGYM-compatible evaluation server",
+                      [](CLI::App* sub) -> kgym::cli::CommandRunner {
+  auto f = std::make_shared<ServeFlags>();
+  sub->add_option("--host", f->host, "address to bind (default loopback only)");
+  sub->add_option("--port", f->port, "port (0 = any free port)");
+  sub->add_option("--gpus", f->gpus, "0,1,.. | all | none (CPU workers) | auto");
+  sub->add_option("--store", f->store, "SQLite store file");
+  sub->add_option("--redis", f->redis, "redis://HOST:PORT/DB: enqueue for `kgym worker` processes");
+  sub->add_option("--redis-prefix", f->prefix, "Redis key prefix");
+  sub->add_option("--mode", f->mode, "compat (KernelGYM status quirks) or default")
+      ->check(CLI::IsMember({"compat", "default"}));
+  sub->add_option("--token-file", f->token_file, "require Authorization: Bearer <first line of this file>");
+  sub->add_option("--slots-per-gpu", f->slots_per_gpu, "evaluations in flight per GPU (timing stays exclusive)");
+  sub->add_option("--cpu-slots", f->cpu_slots, "evaluations in flight on the CPU device");
+  sub->add_option("--http-threads", f->threads, "connection threads (clients blocked in POST /evaluate)");
+  sub->add_option("--result-ttl", f->ttl, "seconds a finished result is kept");
+  sub->add_option("--drain-timeout", f->drain_timeout, "seconds SIGTERM waits for running evaluations");
+  sub->add_option("--max-retries", f->max_retries, "retries of infrastructure failures");
+  sub->add_option("--retry-backoff", f->backoff, "first retry delay in seconds (doubles)");
+  sub->add_option("--sync", f->sync, "store durability: normal (survives a killed process) or full (power loss)")
+      ->check(CLI::IsMember({"normal", "full"}));
+  sub->add_option("--evaluator", f->evaluator.kind, "real, or simulated (serving-path benchmarks only)")
+      ->check(CLI::IsMember({"real", "simulated"}));
+  sub->add_option("--sim-sleep", f->evaluator.sim_sleep_s, "simulated evaluation time in seconds");
+  sub->add_option("--sim-journal", f->evaluator.sim_journal, "simulated evaluator: append start/end lines here");
+  sub->add_flag("--unsafe-no-sandbox", f->evaluator.unsafe_no_sandbox, "evaluate without the sandbox");
+  return [f] { return RunServe(*f); };
+});
+
+}  // namespace

@@ -1,0 +1,81 @@
+// `kgym worker`: pulls jobs that a `kgym serve --redis` API node enqueued, evaluates them on this node's
+// devices and returns the results. SIGTERM/SIGINT stop claiming and let running jobs finish; a worker that is
+// killed outright loses its leases and its jobs go back to the queue.
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "cli/command_registry.h"
+#include "sched/redis_worker.h"
+#include "server/evaluator_factory.h"
+
+namespace {
+
+std::atomic<bool> g_worker_stop{false};
+void OnWorkerSignal(int) { g_worker_stop = true; }
+
+struct WorkerFlags {
+  std::string redis, prefix = "kgym", gpus = "auto", id;
+  int slots_per_gpu = 4, cpu_slots = 2, max_retries = 2;
+  double lease = 30, backoff = 1.0;
+  kgym::EvaluatorChoice evaluator;
+};
+
+int RunWorker(const WorkerFlags& f) {
+  std::unique_ptr<kgym::Evaluator> ev;
+  kgym::Status s = kgym::MakeEvaluator(f.evaluator, &ev);
+  if (!s.ok()) {
+    std::fprintf(stderr, "kgym worker: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::string gpus = f.gpus;
+  if (gpus == "auto") {
+    gpus = "none";
+    for (auto& d : ev->Devices())
+      if (d.rfind("cuda:", 0) == 0) gpus = "all";
+  }
+  kgym::RedisWorkerOptions o;
+  o.redis_url = f.redis;
+  o.prefix = f.prefix;
+  o.worker_id = f.id;
+  o.lease_ms = static_cast<int64_t>(f.lease * 1000);
+  o.max_retries = f.max_retries;
+  o.retry_backoff_s = f.backoff;
+  s = kgym::ParseDeviceList(gpus, ev->Devices(), f.slots_per_gpu, f.cpu_slots, &o.devices);
+  if (!s.ok()) {
+    std::fprintf(stderr, "kgym worker: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  std::signal(SIGTERM, OnWorkerSignal);
+  std::signal(SIGINT, OnWorkerSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  kgym::RedisWorker worker(ev.get(), o);
+  s = worker.Run(&g_worker_stop);
+  if (!s.ok()) {
+    std::fprintf(stderr, "kgym worker: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+KGYM_REGISTER_COMMAND("worker", "evaluate jobs from a kgym serve --redis API node",
+                      [](CLI::App* sub) -> kgym::cli::CommandRunner {
+  auto f = std::make_shared<WorkerFlags>();
+  sub->add_option("--redis", f->redis, "redis://HOST:PORT/DB of the API node's queue")->required();
+  sub->add_option("--redis-prefix", f->prefix, "Redis key prefix");
+  sub->add_option("--gpus", f->gpus, "0,1,.. | all | none (CPU) | auto");
+  sub->add_option("--worker-id", f->id, "name in leases and logs (default host:pid)");
+  sub->add_option("--slots-per-gpu", f->slots_per_gpu, "evaluations in flight per GPU");
+  sub->add_option("--cpu-slots", f->cpu_slots, "evaluations in flight on the CPU device");
+  sub->add_option("--lease", f->lease, "seconds without a heartbeat before a job is given to another worker");
+  sub->add_option("--max-retries", f->max_retries, "retries of infrastructure failures");
+  sub->add_option("--retry-backoff", f->backoff, "first retry delay in seconds (doubles)");
+  sub->add_option("--evaluator", f->evaluator.kind, "real, or simulated (benchmarks only)")
+      ->check(CLI::IsMember({"real", "simulated"}));
+  sub->add_option("--sim-sleep", f->evaluator.sim_sleep_s, "simulated evaluation time in seconds");
+  sub->add_option("--sim-journal", f->evaluator.sim_journal, "simulated evaluator: append start/end lines here");
+  sub->add_flag("--unsafe-no-sandbox", f->evaluator.unsafe_no_sandbox, "evaluate without the sandbox");
+  return [f] { return RunWorker(*f); };
+});
+
+}  // namespace

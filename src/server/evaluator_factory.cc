@@ -1,0 +1,30 @@
+#include "server/evaluator_factory.h"
+
+#include <unistd.h>
+
+#include "sched/simulated_evaluator.h"
+
+namespace kgym {
+
+Status MakeEvaluator(const EvaluatorChoice& choice, std::unique_ptr<Evaluator>* out) {
+  if (choice.kind == "simulated") {
+    SimulatedEvaluatorOptions o;
+    o.default_sleep_s = choice.sim_sleep_s;
+    o.journal_path = choice.sim_journal;
+    o.devices = {"cpu"};
+    for (int i = 0; i < 16; ++i)
+      if (access(("/dev/nvidia" + std::to_string(i)).c_str(), F_OK) == 0) o.devices.push_back("cuda:" + std::to_string(i));
+    *out = std::make_unique<SimulatedEvaluator>(o);
+    return Status::Ok();
+  }
+  if (choice.kind != "real") return Status::InvalidArgument("--evaluator must be real or simulated");
+#ifdef KGYM_HAVE_EVAL
+  EvaluatorOptions o;
+  o.sandbox = !choice.unsafe_no_sandbox;
+  return Evaluator::Create(o, out);
+#else
+  return Status::Unavailable("this build has no evaluator (src/eval); use --evaluator simulated");
+#endif
+}
+
+}  // namespace kgym
