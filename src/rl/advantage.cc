@@ -192,8 +192,10 @@ Status ComputeAdvantages(const TurnRows& rows, const double* rewards, const uint
     return Status::InvalidArgument("advantages: group ids (uid) are required");
   }
   TurnLayout layout;
-  if (Status s = ValidateTurnRows(rows, opt.num_groups, &layout); !s.ok()) return s;
-  detail::ComputeReturnsUnchecked(rows, rewards, loss_mask, opt.gamma, returns);
+  if (Status s = detail::ReturnsAndLayout(rows, rewards, loss_mask, opt.gamma, opt.num_groups, returns, &layout);
+      !s.ok()) {
+    return s;
+  }
   const size_t groups = static_cast<size_t>(layout.num_groups);
   const size_t turns = static_cast<size_t>(layout.max_turn);
   auto by_group = [&](size_t i) { return static_cast<size_t>(rows.group[i]); };

@@ -42,23 +42,110 @@ Status ParseMrsLevel(const std::string& name, MrsLevel* out) {
   return Status::Ok();
 }
 
+namespace {
+
 template <typename T>
-Status SummarizeLogRatios(const TokenLogProbs<T>& tokens, RowLogRatio* out) {
-  if (Status s = CheckTokens(tokens); !s.ok()) return s;
+inline RowLogRatio SummarizeRow(const TokenLogProbs<T>& tokens, size_t i) {
   const T* a = tokens.logp_train;
   const T* b = tokens.logp_rollout;
   const uint8_t* m = tokens.token_mask;
-  for (size_t i = 0; i < tokens.rows; ++i) {
-    double sum = 0.0, mn = std::numeric_limits<double>::infinity();
-    int64_t n = 0;
-    for (int64_t j = tokens.offsets[i]; j < tokens.offsets[i + 1]; ++j) {
-      if (m != nullptr && !m[j]) continue;
+  const int64_t begin = tokens.offsets[i], end = tokens.offsets[i + 1];
+  double sum = 0.0, mn = std::numeric_limits<double>::infinity();
+  int64_t n = 0;
+  if (m == nullptr) {
+    for (int64_t j = begin; j < end; ++j) {
       const double lr = static_cast<double>(a[j]) - static_cast<double>(b[j]);
       sum += lr;
       mn = lr < mn ? lr : mn;
-      ++n;
     }
-    out[i] = {sum, n, mn};
+    n = end - begin;
+  } else {
+    for (int64_t j = begin; j < end; ++j) {  // branch-free: masked tokens add 0 and leave the minimum alone
+      const double lr = static_cast<double>(a[j]) - static_cast<double>(b[j]);
+      const bool v = m[j] != 0;
+      sum += v ? lr : 0.0;
+      mn = (v && lr < mn) ? lr : mn;
+      n += v;
+    }
+  }
+  return {sum, n, mn};
+}
+
+// Ratio and keep for the rows [begin, end) of one trajectory; stats[k - begin] summarises row k.
+void DecideTrajectory(const TurnRows& rows, size_t begin, size_t end, const RowLogRatio* stats,
+                      const MrsOptions& opt, double log_veto, double* ratio, uint8_t* keep) {
+  double traj_sum = 0.0;
+  int64_t traj_count = 0;
+  bool traj_vetoed = false;
+  for (size_t k = begin; k < end; ++k) {
+    if (rows.turn[k] <= 0) continue;
+    const RowLogRatio& s = stats[k - begin];
+    traj_sum += s.sum;
+    traj_count += s.count;
+    traj_vetoed = traj_vetoed || Vetoed(s, log_veto);
+  }
+  for (size_t k = begin; k < end; ++k) {
+    if (rows.turn[k] <= 0) {
+      ratio[k] = 1.0;
+      keep[k] = 1;
+      continue;
+    }
+    const RowLogRatio& s = stats[k - begin];
+    double log_w = 0.0;
+    switch (opt.level) {
+      case MrsLevel::kGeometric:
+        log_w = traj_count > 0 ? traj_sum / static_cast<double>(traj_count) : 0.0;
+        break;
+      case MrsLevel::kSequence:
+        log_w = traj_sum;
+        break;
+      case MrsLevel::kTurn:
+        log_w = s.sum;
+        break;
+      case MrsLevel::kTurnGeo:
+        log_w = s.count > 0 ? s.sum / static_cast<double>(s.count) : 0.0;
+        break;
+      case MrsLevel::kToken:
+        break;
+    }
+    const double w = ClampedExp(log_w);
+    const bool vetoed = opt.veto_scope == VetoScope::kTrajectory ? traj_vetoed : Vetoed(s, log_veto);
+    ratio[k] = w;
+    keep[k] = (w >= opt.lower && w <= opt.upper && !vetoed) ? 1 : 0;
+  }
+}
+
+inline double LogVeto(const MrsOptions& opt) {
+  return opt.veto > 0 ? std::log(opt.veto) : -std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+template <typename T>
+Status SummarizeLogRatios(const TokenLogProbs<T>& tokens, RowLogRatio* out) {
+  if (Status s = CheckTokens(tokens); !s.ok()) return s;
+  for (size_t i = 0; i < tokens.rows; ++i) out[i] = SummarizeRow(tokens, i);
+  return Status::Ok();
+}
+
+template <typename T>
+Status MismatchRejectionFromTokens(const TurnRows& rows, const TokenLogProbs<T>& tokens, const MrsOptions& opt,
+                                   double* ratio, uint8_t* keep) {
+  if (opt.level == MrsLevel::kToken) {
+    return Status::InvalidArgument("mrs: the token level is TokenMismatchRejection");
+  }
+  if (Status s = CheckTokens(tokens); !s.ok()) return s;
+  if (rows.size != tokens.rows) return Status::InvalidArgument("mrs: rows and token rows differ in number");
+  if (Status s = ValidateTurnRows(rows, 0, nullptr); !s.ok()) return s;
+  const double log_veto = LogVeto(opt);
+  std::vector<RowLogRatio> buf;
+  for (size_t i = 0; i < rows.size;) {
+    size_t end = i + 1;
+    while (end < rows.size && rows.traj[end] == rows.traj[i]) ++end;
+    buf.resize(end - i);
+    for (size_t k = i; k < end; ++k) buf[k - i] = SummarizeRow(tokens, k);
+    DecideTrajectory(rows, i, end, buf.data(), opt, log_veto, ratio, keep);
+    i = end;
   }
   return Status::Ok();
 }
@@ -69,47 +156,11 @@ Status MismatchRejection(const TurnRows& rows, const RowLogRatio* stats, const M
     return Status::InvalidArgument("mrs: the token level needs the tokens (TokenMismatchRejection)");
   }
   if (Status s = ValidateTurnRows(rows, 0, nullptr); !s.ok()) return s;
-  const double log_veto = opt.veto > 0 ? std::log(opt.veto) : -std::numeric_limits<double>::infinity();
+  const double log_veto = LogVeto(opt);
   for (size_t i = 0; i < rows.size;) {
     size_t end = i + 1;
     while (end < rows.size && rows.traj[end] == rows.traj[i]) ++end;
-    double traj_sum = 0.0;
-    int64_t traj_count = 0;
-    bool traj_vetoed = false;
-    for (size_t k = i; k < end; ++k) {
-      if (rows.turn[k] <= 0) continue;
-      traj_sum += stats[k].sum;
-      traj_count += stats[k].count;
-      traj_vetoed = traj_vetoed || Vetoed(stats[k], log_veto);
-    }
-    for (size_t k = i; k < end; ++k) {
-      if (rows.turn[k] <= 0) {
-        ratio[k] = 1.0;
-        keep[k] = 1;
-        continue;
-      }
-      double log_w = 0.0;
-      switch (opt.level) {
-        case MrsLevel::kGeometric:
-          log_w = traj_count > 0 ? traj_sum / static_cast<double>(traj_count) : 0.0;
-          break;
-        case MrsLevel::kSequence:
-          log_w = traj_sum;
-          break;
-        case MrsLevel::kTurn:
-          log_w = stats[k].sum;
-          break;
-        case MrsLevel::kTurnGeo:
-          log_w = stats[k].count > 0 ? stats[k].sum / static_cast<double>(stats[k].count) : 0.0;
-          break;
-        case MrsLevel::kToken:
-          break;
-      }
-      const double w = ClampedExp(log_w);
-      const bool vetoed = opt.veto_scope == VetoScope::kTrajectory ? traj_vetoed : Vetoed(stats[k], log_veto);
-      ratio[k] = w;
-      keep[k] = (w >= opt.lower && w <= opt.upper && !vetoed) ? 1 : 0;
-    }
+    DecideTrajectory(rows, i, end, stats + i, opt, log_veto, ratio, keep);
     i = end;
   }
   return Status::Ok();
@@ -160,6 +211,10 @@ Status TokenMismatchRejection(const TurnRows& rows, const TokenLogProbs<T>& toke
 
 template Status SummarizeLogRatios<float>(const TokenLogProbs<float>&, RowLogRatio*);
 template Status SummarizeLogRatios<double>(const TokenLogProbs<double>&, RowLogRatio*);
+template Status MismatchRejectionFromTokens<float>(const TurnRows&, const TokenLogProbs<float>&, const MrsOptions&,
+                                                   double*, uint8_t*);
+template Status MismatchRejectionFromTokens<double>(const TurnRows&, const TokenLogProbs<double>&,
+                                                    const MrsOptions&, double*, uint8_t*);
 template Status TokenMismatchRejection<float>(const TurnRows&, const TokenLogProbs<float>&, const MrsOptions&,
                                               uint8_t*, uint8_t*);
 template Status TokenMismatchRejection<double>(const TurnRows&, const TokenLogProbs<double>&, const MrsOptions&,

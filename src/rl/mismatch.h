@@ -64,6 +64,11 @@ struct MrsOptions {
 Status MismatchRejection(const TurnRows& rows, const RowLogRatio* stats, const MrsOptions& opt, double* ratio,
                          uint8_t* keep);
 
+// The same from the tokens in one pass, without materialising the row summaries.
+template <typename T>
+Status MismatchRejectionFromTokens(const TurnRows& rows, const TokenLogProbs<T>& tokens, const MrsOptions& opt,
+                                   double* ratio, uint8_t* keep);
+
 // Token level: token_keep[j] for every token (0 for invalid tokens), row_keep[i] = any token of row i kept
 // (and the row not vetoed). Row vetoes apply as above; rows may be null only with veto_scope kTurn.
 template <typename T>

@@ -148,6 +148,10 @@ TEST(Property, MrsKeepsATrajectoryIffItsGeometricRatioIsWithinBounds) {
     MrsOptions opt;
     opt.veto = 0;
     Result r = RunRows(b, opt);
+    Result fused{std::vector<double>(b.traj.size()), std::vector<uint8_t>(b.traj.size())};
+    ASSERT_TRUE(MismatchRejectionFromTokens(b.Rows(), b.Tokens(), opt, fused.ratio.data(), fused.keep.data()).ok());
+    EXPECT_EQ(fused.keep, r.keep);
+    EXPECT_EQ(fused.ratio, r.ratio);
     for (size_t i = 0; i < b.traj.size();) {
       size_t end = i;
       double sum = 0;

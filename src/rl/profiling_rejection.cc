@@ -4,6 +4,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <vector>
 
 namespace kgym::rl {
@@ -16,9 +20,34 @@ inline uint64_t SplitMix64(uint64_t x) {
   return z ^ (z >> 31);
 }
 
+// Coverage and correctness are noise to a branch predictor, so the per-row work is branch-free: the ramp
+// clamps with minsd/maxsd and the results are chosen by bit masks.
+inline double Clamp01(double v) {
+#if defined(__SSE2__)
+  return _mm_cvtsd_f64(_mm_min_sd(_mm_max_sd(_mm_set_sd(v), _mm_setzero_pd()), _mm_set_sd(1.0)));
+#else
+  return std::min(std::max(v, 0.0), 1.0);
+#endif
+}
+
+inline double Select(bool take_a, double a, double b) {
+  uint64_t ua, ub;
+  std::memcpy(&ua, &a, sizeof ua);
+  std::memcpy(&ub, &b, sizeof ub);
+  const uint64_t m = 0 - static_cast<uint64_t>(take_a);
+  const uint64_t r = (ua & m) | (ub & ~m);
+  double out;
+  std::memcpy(&out, &r, sizeof out);
+  return out;
+}
+
+inline double Uniform(uint64_t seed, uint64_t index) {
+  return static_cast<double>(SplitMix64(seed ^ SplitMix64(index)) >> 11) * 0x1.0p-53;
+}
+
 inline double KeepProbability(double c, const PrsOptions& opt) {
-  if (opt.factor > 0) return std::clamp((c - opt.threshold) / opt.factor, 0.0, 1.0);
-  return c >= opt.threshold ? 1.0 : 0.0;
+  if (opt.factor > 0) return Clamp01((c - opt.threshold) / opt.factor);
+  return Select(c >= opt.threshold, 1.0, 0.0);
 }
 
 }  // namespace
@@ -30,9 +59,7 @@ Status ParsePrsLevel(const std::string& name, PrsLevel* out) {
   return Status::Ok();
 }
 
-double PrsUniform(uint64_t seed, uint64_t index) {
-  return static_cast<double>(SplitMix64(seed ^ SplitMix64(index)) >> 11) * 0x1.0p-53;
-}
+double PrsUniform(uint64_t seed, uint64_t index) { return Uniform(seed, index); }
 
 double RoundDecimals(double x, int decimals) {
   if (decimals < 0 || !std::isfinite(x)) return x;
@@ -40,9 +67,12 @@ double RoundDecimals(double x, int decimals) {
     static const double kPow10[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
     const double scale = kPow10[decimals];
     const double y = x * scale;
-    const double frac = y - std::floor(y);
-    // Away from a tie the scaled product rounds like the exact value; near one, ask printf (exact, half-even).
-    if (std::fabs(frac - 0.5) > 1e-6 && std::fabs(y) < 1e15) return std::nearbyint(y) / scale;
+    if (std::fabs(y) < 0x1.0p51) {
+      // Round half to even without a libm call: adding and removing 1.5·2^52 leaves the nearest integer.
+      const double r = (y + 0x1.8p52) - 0x1.8p52;
+      // Away from a tie the scaled product rounds like the exact value; near one, ask printf (exact, half-even).
+      if (std::fabs(std::fabs(y - r) - 0.5) > 1e-6) return r / scale;
+    }
   }
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
@@ -79,19 +109,17 @@ Status ProfilingRejection(const PrsInput& in, const PrsOptions& opt, double* kee
       i = end;
     }
   }
+  const bool speed_or = opt.speedup_threshold >= 0;
+  const uint64_t seed = opt.seed;
   for (size_t i = 0; i < in.size; ++i) {
-    double p;
-    if (in.valid != nullptr && !in.valid[i]) {
-      p = 0.0;
-    } else if (!in.correct[i]) {
-      p = 1.0;
-    } else {
-      const double c = opt.level == PrsLevel::kGeometric ? geo[i] : RoundDecimals(in.coverage[i], opt.round_decimals);
-      p = KeepProbability(c, opt);
-      if (opt.speedup_threshold >= 0 && in.speedup[i] >= opt.speedup_threshold) p = 1.0;
-    }
+    // Computed for every row and selected afterwards: `correct` is as unpredictable as a coin.
+    const double c = opt.level == PrsLevel::kGeometric ? geo[i] : RoundDecimals(in.coverage[i], opt.round_decimals);
+    double ramp = KeepProbability(c, opt);
+    if (speed_or) ramp = Select(in.speedup[i] >= opt.speedup_threshold, 1.0, ramp);
+    double p = Select(in.correct[i] != 0, ramp, 1.0);
+    if (in.valid != nullptr) p = Select(in.valid[i] != 0, p, 0.0);
     keep_prob[i] = p;
-    keep[i] = PrsUniform(opt.seed, i) < p ? 1 : 0;
+    keep[i] = static_cast<uint8_t>(Uniform(seed, i) < p);
   }
   return Status::Ok();
 }

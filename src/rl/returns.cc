@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 namespace kgym::rl {
 
@@ -26,26 +27,66 @@ Status MaskVoidTurns(const TurnRows& rows, const double* rewards, uint8_t* loss_
   return Status::Ok();
 }
 
-void detail::ComputeReturnsUnchecked(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask,
-                                     double gamma, double* returns) {
+Status detail::ReturnsAndLayout(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask,
+                                double gamma, int64_t num_groups, double* returns, TurnLayout* layout) {
+  if (rows.size > 0 && (rows.traj == nullptr || rows.turn == nullptr)) {
+    return Status::InvalidArgument("turn rows: traj and turn arrays are required");
+  }
+  const bool have_groups = rows.group != nullptr;
+  TurnLayout out;
+  int64_t max_group = -1;
   double running = 0.0;
+  int64_t next_turn = 0;   // the real turn after this row in the same trajectory (0: none yet)
+  int64_t traj_group = -1;
   for (size_t k = rows.size; k-- > 0;) {
-    if (k + 1 == rows.size || rows.traj[k + 1] != rows.traj[k]) running = 0.0;  // last row of a trajectory
-    if (rows.turn[k] <= 0) {
+    if (k + 1 == rows.size || rows.traj[k + 1] != rows.traj[k]) {  // last row of a trajectory
+      running = 0.0;
+      next_turn = 0;
+      traj_group = -1;
+      ++out.num_trajectories;
+    }
+    const int64_t t = rows.turn[k];
+    if (t <= 0) {
       returns[k] = 0.0;
       continue;
+    }
+    if (next_turn != 0 && t >= next_turn) {
+      return Status::InvalidArgument("row " + std::to_string(k + 1) + ": turn " + std::to_string(next_turn) +
+                                     " does not follow turn " + std::to_string(t) + " of trajectory " +
+                                     std::to_string(rows.traj[k]) +
+                                     "; rows of a trajectory must be adjacent and in turn order");
+    }
+    next_turn = t;
+    ++out.num_real_rows;
+    if (t > out.max_turn) out.max_turn = t;
+    if (have_groups) {
+      const int64_t g = rows.group[k];
+      if (g < 0 || (num_groups > 0 && g >= num_groups)) {
+        return Status::InvalidArgument("row " + std::to_string(k) + ": group " + std::to_string(g) +
+                                       " is outside [0, " + std::to_string(num_groups) + "); pass dense group ids");
+      }
+      if (traj_group >= 0 && g != traj_group) {
+        return Status::InvalidArgument("row " + std::to_string(k) + ": trajectory " + std::to_string(rows.traj[k]) +
+                                       " changes group from " + std::to_string(g) + " to " +
+                                       std::to_string(traj_group));
+      }
+      traj_group = g;
+      max_group = g > max_group ? g : max_group;
     }
     const double r = (loss_mask == nullptr || loss_mask[k]) ? rewards[k] : 0.0;
     running = r + gamma * running;
     returns[k] = running;
   }
+  out.num_groups = have_groups ? (num_groups > 0 ? num_groups : max_group + 1) : 0;
+  if (layout) *layout = out;
+  return Status::Ok();
 }
 
 Status ComputeReturns(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask, double gamma,
                       double* returns) {
-  if (Status s = ValidateTurnRows(rows, 0, nullptr); !s.ok()) return s;
-  detail::ComputeReturnsUnchecked(rows, rewards, loss_mask, gamma, returns);
-  return Status::Ok();
+  TurnRows no_groups = rows;
+  no_groups.group = nullptr;
+  return detail::ReturnsAndLayout(no_groups, rewards, loss_mask, gamma, 0, returns, nullptr);
 }
 
 }  // namespace kgym::rl

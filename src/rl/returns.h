@@ -22,9 +22,9 @@ Status ComputeReturns(const TurnRows& rows, const double* rewards, const uint8_t
                       double* returns);
 
 namespace detail {
-// ComputeReturns without the layout check, for callers that validated the rows already.
-void ComputeReturnsUnchecked(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask, double gamma,
-                             double* returns);
+// ComputeReturns fused with ValidateTurnRows (one pass over the rows instead of two), for the estimators.
+Status ReturnsAndLayout(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask, double gamma,
+                        int64_t num_groups, double* returns, TurnLayout* layout);
 }  // namespace detail
 
 }  // namespace kgym::rl

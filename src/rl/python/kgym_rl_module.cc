@@ -105,9 +105,7 @@ py::tuple MrsTokens(const TurnRows& rows, const I64& offsets, const py::array_t<
   auto keep = Out<uint8_t>(rows.size);
   {
     py::gil_scoped_release nogil;
-    std::vector<RowLogRatio> stats(rows.size);
-    Check(SummarizeLogRatios(tok, stats.data()));
-    Check(MismatchRejection(rows, stats.data(), o, ratio.mutable_data(), keep.mutable_data()));
+    Check(MismatchRejectionFromTokens(rows, tok, o, ratio.mutable_data(), keep.mutable_data()));
   }
   return py::make_tuple(ratio, keep);
 }
