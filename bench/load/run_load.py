@@ -159,12 +159,12 @@ def phase_a(args, tmp, log):
         if r.get("task_id") != job_id or r.get("outcome") != "correct":
             bad_results += 1
     db.close()
-    ends = {}
+    ends, starts = {}, {}
     with open(journal) as f:
         for line in f:
             what, jid = line.split()
-            if what == "end":
-                ends[jid] = ends.get(jid, 0) + 1
+            table = ends if what == "end" else starts
+            table[jid] = table.get(jid, 0) + 1
     return {
         "n": args.n, "clients": args.clients, "slots": args.slots, "sim_sleep_s": args.sim_sleep,
         "killed_after_submitted": killed_at, "refused_submissions_during_restart": refused[0],
@@ -172,6 +172,7 @@ def phase_a(args, tmp, log):
         "completed_more_than_once": rows[3], "wrong_or_missing_results": bad_results,
         "observed_done_by_clients": done[0],
         "evaluations_run": sum(ends.values()), "evaluated_twice_due_to_kill": sum(1 for v in ends.values() if v > 1),
+        "started_more_than_once": sum(1 for v in starts.values() if v > 1),
         "ack_latency_ms": {"p50": pct(ack_ms, 50), "p99": pct(ack_ms, 99), "max": max(ack_ms) if ack_ms else None},
         "burst_seconds": t_submitted - t_start, "total_seconds": t_end - t_start,
         "server_rss_kb_after": rss.get("VmRSS"), "server_peak_rss_kb": rss.get("VmHWM"),
@@ -256,7 +257,8 @@ def main():
         ("completed exactly once", a["completed_exactly_once"]),
         ("completed more than once", a["completed_more_than_once"]),
         ("wrong or missing results", a["wrong_or_missing_results"]),
-        ("evaluations re-run (in flight at the kill)", a["evaluated_twice_due_to_kill"]),
+        ("evaluations restarted (in flight at the kill)", a["started_more_than_once"]),
+        ("evaluations finished twice", a["evaluated_twice_due_to_kill"]),
         ("submit ack p50 / p99 (ms)", f"{a['ack_latency_ms']['p50']:.2f} / {a['ack_latency_ms']['p99']:.2f}"),
         ("burst + drain wall time (s)", f"{a['total_seconds']:.1f}"),
         ("server RSS after / peak (MiB)", f"{a['server_rss_kb_after']/1024:.0f} / {a['server_peak_rss_kb']/1024:.0f}"),

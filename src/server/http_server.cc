@@ -57,6 +57,7 @@ HttpServer::HttpServer(EvaluationService* service, HttpOptions options) : impl_(
   auto& svr = impl_->svr;
   int threads = std::max(8, impl_->ctx.options.threads);
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  svr.set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle + delayed-ACK 40 ms stalls
   svr.set_keep_alive_max_count(100000);
   svr.set_keep_alive_timeout(30);
   svr.set_read_timeout(60);
