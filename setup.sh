@@ -25,6 +25,13 @@ if [ "${KGYM_SKIP_APT:-0}" != 1 ]; then
 fi
 
 BUILD_DIR="${KGYM_BUILD_DIR:-build}"
+PY="${KGYM_PYTHON:-/usr/bin/python3}"
+# Triton's CPU interpreter lets CI run the suite's Triton solutions (TRITON_INTERPRET=1). It lives in a private
+# folder so sandboxed workers never import this old Triton; 3.0.0 is the newest that works with Debian's torch 1.13.
+if [ "${KGYM_SKIP_PIP:-0}" != 1 ] && [ ! -d "$BUILD_DIR/triton-pkgs/triton" ]; then
+  "$PY" -m pip install -q --break-system-packages --no-deps --target "$BUILD_DIR/triton-pkgs" triton==3.0.0 \
+    || echo "setup: triton 3.0.0 not installed; the Triton-interpreter tests will skip"
+fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${KGYM_BUILD_TYPE:-RelWithDebInfo}" \
   -DPython3_EXECUTABLE="${KGYM_PYTHON:-/usr/bin/python3}" ${KGYM_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j "${KGYM_JOBS:-$(nproc)}"

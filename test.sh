@@ -7,7 +7,8 @@ BUILD_DIR="${KGYM_BUILD_DIR:-build}"
 PY="${KGYM_PYTHON:-/usr/bin/python3}"
 export KGYM_BIN="$PWD/$BUILD_DIR/src/cli/kgym"
 export KGYM_PYTHON="$PY"
+[ -d "$BUILD_DIR/triton-pkgs/triton" ] && export KGYM_TRITON_PATH="$PWD/$BUILD_DIR/triton-pkgs"
 rc=0
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${KGYM_TEST_JOBS:-2}" --timeout 600 || rc=1
-PYTHONPATH="$PWD/python:$PWD/$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m pytest -q python/tests tests/py || rc=1
+PYTHONPATH="$PWD/python:$PWD/$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m pytest -q $(ls -d python/tests tests/py tests/redteam 2>/dev/null) || rc=1
 exit $rc

@@ -493,6 +493,8 @@ def serve(sock, role, protections):
     """Entry point in the sandboxed process. Returns the exit code."""
     sys.dont_write_bytecode = True
     wire.send(sock, {"type": "hello", "role": role, "pid": os.getpid(), "protections": protections})
+    if role == "probe":
+        return 0
     try:
         job, payload = wire.recv(sock)
         r = Runner(role, protections)

@@ -31,5 +31,6 @@ struct CommandRegistrar {
 
 #define KGYM_CONCAT_INNER(a, b) a##b
 #define KGYM_CONCAT(a, b) KGYM_CONCAT_INNER(a, b)
-#define KGYM_REGISTER_COMMAND(name, description, setup) \
-  static ::kgym::cli::CommandRegistrar KGYM_CONCAT(kgym_command_, __LINE__)(name, description, setup)
+// Variadic so a setup lambda with unparenthesised commas (captures, template arguments) passes through whole.
+#define KGYM_REGISTER_COMMAND(name, description, ...) \
+  static ::kgym::cli::CommandRegistrar KGYM_CONCAT(kgym_command_, __LINE__)(name, description, __VA_ARGS__)

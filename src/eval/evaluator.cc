@@ -130,6 +130,23 @@ class EvaluatorImpl : public Evaluator {
     return Zygote::Start(z, &zygote_);
   }
 
+  nlohmann::json Doctor() override {
+    nlohmann::json d;
+    d["python"] = zygote_->Hello();
+    EvalRequest req;
+    std::unique_ptr<WorkerSession> w;
+    Status s = WorkerSession::Start(zygote_.get(), {{"role", "probe"}, {"policy", Policy(req, "candidate")}},
+                                    Clock::now() + seconds(30), &w);
+    if (!s.ok()) {
+      d["error"] = s.ToString();
+      return d;
+    }
+    d["protections"] = w->hello().value("protections", nlohmann::json::object());
+    d["missing"] = MissingProtections(d["protections"]);
+    d["devices"] = Devices();
+    return d;
+  }
+
   std::vector<std::string> Devices() const override {
     std::vector<std::string> d = {"cpu"};
     for (int i = 0; i < 64; ++i) {
@@ -385,6 +402,17 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     return;
   }
   md["sandbox"] = w->hello().value("protections", nlohmann::json::object());
+  if (opt_.sandbox && !req.unsafe_no_sandbox) {
+    auto missing = MissingProtections(md["sandbox"]);
+    if (!missing.empty()) {
+      std::string m;
+      for (const auto& x : missing) m += (m.empty() ? "" : ", ") + x;
+      Fail(r, Outcome::kInvalid, "refusing to run the candidate unsealed: missing " + m +
+                                     " (see `kgym doctor`; --unsafe-no-sandbox runs it anyway)");
+      r->error_code = "SYSTEM_ERROR";
+      return;
+    }
+  }
   std::string phase = "load";
   auto harness_error = [&](const Frame& f) {
     std::string kind = f.header.value("kind", "runtime_error");

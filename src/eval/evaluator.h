@@ -46,6 +46,10 @@ class Evaluator {
 
   // Names of the devices this evaluator can use ("cpu", "cuda:0", ...), for health and worker status.
   virtual std::vector<std::string> Devices() const = 0;
+
+  // Forks a probe worker under the candidate policy and reports which protections took effect, which are
+  // missing and why (for `kgym doctor`). The default implementation reports nothing.
+  virtual nlohmann::json Doctor() { return nlohmann::json::object(); }
 };
 
 }  // namespace kgym

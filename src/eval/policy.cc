@@ -33,4 +33,21 @@ nlohmann::json BuildPolicy(const PolicyInputs& in) {
   return p;
 }
 
+std::vector<std::string> MissingProtections(const nlohmann::json& p) {
+  std::vector<std::string> missing;
+  auto why = [&](const char* key) {
+    for (const char* k : {"namespaces_error", "user_namespace_error", "filesystem_error", "setuid_error"})
+      if (p.contains(k)) return std::string(" (") + p[k].get<std::string>() + ")";
+    (void)key;
+    return std::string();
+  };
+  if (!p.value("network_namespace", false)) missing.push_back("network namespace" + why("network_namespace"));
+  if (!p.value("pid_namespace", false)) missing.push_back("PID namespace" + why("pid_namespace"));
+  if (!p.value("mount_namespace", false) || !p.value("private_tmp", false))
+    missing.push_back("private filesystem" + why("mount_namespace"));
+  if (!p.value("env_scrubbed", false)) missing.push_back("scrubbed environment");
+  if (!p.contains("uid") && !p.value("user_namespace", false)) missing.push_back("unprivileged user" + why("uid"));
+  return missing;
+}
+
 }  // namespace kgym

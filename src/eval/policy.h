@@ -20,4 +20,8 @@ struct PolicyInputs {
 
 nlohmann::json BuildPolicy(const PolicyInputs& in);
 
+// The protections a sealed evaluation requires that `protections` (as reported by a worker) lacks, each with
+// the reason the worker gave; empty when the seal is complete.
+std::vector<std::string> MissingProtections(const nlohmann::json& protections);
+
 }  // namespace kgym

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Packs what bench/gpu/run.sh needs on the GPU machine into build/gpu/: stripped kgym and eval_overhead plus the
+# non-glibc shared libraries they load (the GPU machine runs another distribution).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rm -rf build/gpu && mkdir -p build/gpu/lib
+strip -o build/gpu/kgym build/src/cli/kgym
+strip -o build/gpu/eval_overhead build/bench/eval_overhead/eval_overhead
+for b in build/gpu/kgym build/gpu/eval_overhead; do
+  ldd "$b" | awk '$3 ~ /^\// {print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*|libgcc_s|libstdc\+\+)\.so' \
+    | xargs -r -I{} cp -L -n {} build/gpu/lib/
+done
+du -sh build/gpu

@@ -1,0 +1,137 @@
+// `kgym suite`: evaluates every hand-written solution of the built-in task suite (tasks/levelN/<name>.py against
+// tasks/solutions/levelN/<name>_<kind>.py) with one evaluator, several at once, and prints a table. Solutions
+// named *_wrong must not come out correct; every other solution must. Raw results go to --out as JSON.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "cli/command_registry.h"
+#include "eval/evaluator.h"
+
+namespace {
+namespace fs = std::filesystem;
+
+struct SuiteItem {
+  std::string level, task, kind, ref_path, sol_path;
+  kgym::EvalResult result;
+  double wall_s = 0;
+};
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+struct SuiteFlags {
+  std::string tasks = "tasks", device, size, out, kinds = "triton,torch,wrong", only;
+  int jobs = 4, perf_trials = 100, correct_trials = 5, device_index = 0;
+  double timeout = 600;
+};
+
+KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task suite and print a table",
+                      [](CLI::App* sub) -> kgym::cli::CommandRunner {
+  auto f = std::make_shared<SuiteFlags>();
+  sub->add_option("--tasks", f->tasks, "suite directory (levelN/ and solutions/levelN/)");
+  sub->add_option("--device", f->device, "cpu or cuda (default: cuda when a GPU is visible)");
+  sub->add_option("--gpu", f->device_index, "GPU index");
+  sub->add_option("--size", f->size, "task size (KGYM_TASK_SIZE), e.g. small");
+  sub->add_option("--kinds", f->kinds, "comma-separated solution kinds");
+  sub->add_option("--only", f->only, "evaluate only tasks whose name contains this");
+  sub->add_option("--jobs", f->jobs, "evaluations in flight at once (timing is still exclusive)");
+  sub->add_option("--perf-trials", f->perf_trials, "timed calls");
+  sub->add_option("--correct-trials", f->correct_trials, "correctness trials");
+  sub->add_option("--timeout", f->timeout, "per-evaluation limit in seconds");
+  sub->add_option("--out", f->out, "write raw results here (JSON)");
+  return [f]() -> int {
+    std::string device = f->device.empty() ? (::access("/dev/nvidia0", F_OK) == 0 ? "cuda" : "cpu") : f->device;
+    std::vector<std::string> kinds;
+    std::stringstream ks(f->kinds);
+    for (std::string k; std::getline(ks, k, ',');) kinds.push_back(k);
+    std::vector<SuiteItem> items;
+    std::error_code ec;
+    for (const auto& lvl : fs::directory_iterator(f->tasks, ec)) {
+      std::string level = lvl.path().filename();
+      if (!lvl.is_directory() || level.rfind("level", 0) != 0) continue;
+      for (const auto& t : fs::directory_iterator(lvl.path())) {
+        if (t.path().extension() != ".py") continue;
+        std::string name = t.path().stem();
+        if (!f->only.empty() && name.find(f->only) == std::string::npos) continue;
+        for (const auto& k : kinds) {
+          fs::path sol = fs::path(f->tasks) / "solutions" / level / (name + "_" + k + ".py");
+          if (fs::exists(sol)) items.push_back({level, name, k, t.path(), sol, {}, 0});
+        }
+      }
+    }
+    std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.level, a.task, a.kind) < std::tie(b.level, b.task, b.kind);
+    });
+    if (items.empty()) {
+      std::cerr << "kgym suite: no solutions found under " << f->tasks << "\n";
+      return 2;
+    }
+    std::unique_ptr<kgym::Evaluator> ev;
+    kgym::Status s = kgym::Evaluator::Create({}, &ev);
+    if (!s.ok()) {
+      std::cerr << "kgym suite: " << s.ToString() << "\n";
+      return 1;
+    }
+    std::mutex mu;
+    size_t next = 0;
+    auto work = [&] {
+      while (true) {
+        size_t i;
+        {
+          std::lock_guard<std::mutex> l(mu);
+          if (next >= items.size()) return;
+          i = next++;
+        }
+        auto& it = items[i];
+        kgym::EvalRequest req;
+        req.task_id = it.level + "/" + it.task + "_" + it.kind;
+        req.reference_code = Slurp(it.ref_path);
+        req.kernel_code = Slurp(it.sol_path);
+        req.device = device;
+        req.device_index = f->device_index;
+        req.size = f->size;
+        req.num_perf_trials = f->perf_trials;
+        req.num_correct_trials = f->correct_trials;
+        req.timeout_s = f->timeout;
+        auto t0 = std::chrono::steady_clock::now();
+        it.result = ev->Evaluate(req);
+        it.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        std::lock_guard<std::mutex> l(mu);
+        std::cerr << req.task_id << ": " << kgym::OutcomeName(it.result.outcome) << " (" << it.wall_s << " s)\n";
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int j = 0; j < std::max(1, f->jobs); ++j) pool.emplace_back(work);
+    for (auto& t : pool) t.join();
+    int expected = 0;
+    nlohmann::json raw = nlohmann::json::array();
+    std::printf("| task | solution | outcome | ref ms | kernel ms | speedup | as expected |\n|---|---|---|---|---|---|---|\n");
+    for (const auto& it : items) {
+      bool want_correct = it.kind != "wrong";
+      bool ok = (it.result.outcome == kgym::Outcome::kCorrect) == want_correct;
+      expected += ok;
+      std::printf("| %s/%s | %s | %s | %.3f | %.3f | %.2f | %s |\n", it.level.c_str(), it.task.c_str(),
+                  it.kind.c_str(), kgym::OutcomeName(it.result.outcome), it.result.reference_runtime,
+                  it.result.kernel_runtime, it.result.speedup, ok ? "yes" : "NO");
+      nlohmann::json j = it.result.ToJson();
+      j["suite"] = {{"level", it.level}, {"task", it.task}, {"kind", it.kind}, {"as_expected", ok},
+                    {"wall_s", it.wall_s}};
+      raw.push_back(j);
+    }
+    std::printf("\n%d of %zu solutions as expected (device %s)\n", expected, items.size(), device.c_str());
+    if (!f->out.empty()) std::ofstream(f->out) << raw.dump(1) << "\n";
+    return 0;
+  };
+});
+}  // namespace
