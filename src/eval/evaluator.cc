@@ -282,6 +282,7 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
   for (int i = 0; i < n; ++i) trials.push_back({{"seed", Mix(base + 100 + i) % (1ull << 31)}, {"variant", "default"}});
   trials.push_back({{"seed", Mix(base + 99) % (1ull << 31)}, {"variant", "signed"}});
   nlohmann::json pool_seeds = nlohmann::json::array();
+  // The pool size is settled once the first trial shows how large one input set is (see below).
   int pool = req.measure_performance ? std::clamp(req.num_perf_trials, 1, 16) : 0;
   for (int j = 0; j < pool; ++j) pool_seeds.push_back(Mix(base + 1000 + j) % (1ull << 31));
 
@@ -304,6 +305,7 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
                         {"train_mode", req.train_mode},
                         {"trials", trials},
                         {"pool_seeds", pool_seeds},
+                        {"pool_budget_bytes", req.device == "cuda" ? (2ll << 30) : (256ll << 20)},
                         {"reference_backend", req.reference_backend}};
   s = w->Send(job);
   EvalResult tmp;
@@ -337,8 +339,9 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
       return fail("invalid", "reference trial values: " + s.message(), w.get());
     ref->trials.push_back(std::move(t));
   }
-  for (int j = 0; j < pool; ++j) {
+  while (true) {  // pool sets (the worker sizes the pool by bytes), then "ready"
     if (!read("timing pool")) return ref;
+    if (f.header.value("type", "") != "pool_set") break;
     ReferenceTrial t;
     t.variant = "default";
     if (!(s = DecodeValues(f.header, "inputs", f.payload, &t.inputs)).ok() ||
@@ -346,7 +349,8 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
       return fail("invalid", "reference pool values: " + s.message(), w.get());
     ref->pool.push_back(std::move(t));
   }
-  if (!read("ready")) return ref;
+  pool = static_cast<int>(ref->pool.size());
+  if (req.measure_performance && pool == 0) return fail("invalid", "the reference produced no timing inputs", w.get());
   if (req.measure_performance) {
     std::lock_guard<std::mutex> timing(TimingLock(req));
     std::vector<double> trusted, self, ev, first, later;
