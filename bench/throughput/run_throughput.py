@@ -175,7 +175,9 @@ def main():
         agree += same
         rows.append({"id": c["id"], "kind": c["kind"], "kgym_outcome": a.get("outcome"), "baseline_outcome": b.get("outcome"),
                      "kgym_correct": a.get("correctness"), "baseline_correct": b.get("correctness"),
-                     "kgym_speedup": a.get("speedup"), "baseline_speedup": b.get("speedup")})
+                     "kgym_speedup": a.get("speedup"), "baseline_speedup": b.get("speedup"),
+                     "kgym_detail": a.get("outcome_detail") or a.get("error"),
+                     "baseline_detail": b.get("outcome_detail") or b.get("error")})
     for c in mix:
         o = kg["results"].get(c["id"], {}).get("outcome", "error")
         kinds.setdefault(c["kind"], {}).setdefault(o, 0)
