@@ -108,7 +108,11 @@ KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task sui
         it.result = ev->Evaluate(req);
         it.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::lock_guard<std::mutex> l(mu);
-        std::cerr << req.task_id << ": " << kgym::OutcomeName(it.result.outcome) << " (" << it.wall_s << " s)\n";
+        // One line per result as it lands, so a run cut short still leaves its raw numbers.
+        std::cerr << req.task_id << ": " << kgym::OutcomeName(it.result.outcome) << " ref_ms "
+                  << it.result.reference_runtime << " kernel_ms " << it.result.kernel_runtime << " speedup "
+                  << it.result.speedup << " (" << it.wall_s << " s) " << it.result.outcome_detail.substr(0, 160)
+                  << "\n";
       }
     };
     std::vector<std::thread> pool;
