@@ -1,8 +1,17 @@
 """Packing of call arguments and results into (JSON description, raw bytes) and back.
 
 An argument or result is a list of items; each item is {"kind": "tensor", "index": k} pointing into "tensors"
-(dtype, shape, offset, nbytes into the payload) or {"kind": "json", "value": v} for plain Python values.
+(dtype, shape, offset, nbytes) or {"kind": "json", "value": v} for plain Python values.
+
+Small groups travel inline in the frame's payload. A group of at least SHM_MIN bytes is written once into its
+own memfd, which is then sealed against writes, shrinking and growing (F_SEAL_*) and passed as a file descriptor:
+the description says "region": k (the k-th fd of the frame) and the offset inside it. A sealed memfd cannot be
+changed by anyone afterwards, so the supervisor may compare it, cache it and forward it to another worker.
 """
+import fcntl
+import mmap
+import os
+
 import torch
 
 DTYPES = {
@@ -11,58 +20,163 @@ DTYPES = {
     "bool": torch.bool,
 }
 NAMES = {v: k for k, v in DTYPES.items()}
+SHM_MIN = int(os.environ.get("KGYM_SHM_MIN_BYTES", 1 << 16))
+# Page-locking a large region makes device-to-host copies run at full PCIe speed.
+PIN_MIN = int(os.environ.get("KGYM_SHM_PIN_MIN_BYTES", 64 << 20))
+ALIGN = 64
+_SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+
+
+def _flat_bytes(t):
+    """The tensor's bytes as a flat uint8 tensor (on its own device)."""
+    t = t.detach()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    t = t.reshape(-1)
+    return t.view(torch.uint8) if t.dtype != torch.uint8 else t
 
 
 def tensor_bytes(t):
-    t = t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
-    t = t.contiguous().reshape(-1)
-    if t.dtype == torch.bool:
-        t = t.to(torch.uint8)
-    if t.numel() == 0:
+    f = _flat_bytes(t)
+    if f.numel() == 0:
         return b""
-    return t.view(torch.uint8).numpy().tobytes() if t.dtype != torch.uint8 else t.numpy().tobytes()
+    return f.cpu().numpy().tobytes()
 
 
-def pack(values):
-    """values: list of tensors / plain values -> (items, tensors_desc, payload bytes)."""
-    items, descs, chunks, offset = [], [], [], 0
+def _check(v):
+    if v.dtype not in NAMES:
+        raise TypeError("unsupported tensor dtype %s" % v.dtype)
+
+
+def _plain(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return {"kind": "json", "value": v}
+    if isinstance(v, (list, tuple)) and all(isinstance(x, (bool, int, float)) for x in v):
+        return {"kind": "json", "value": list(v)}
+    raise TypeError("unsupported value of type %s" % type(v).__name__)
+
+
+def _sealed_memfd(tensors_and_offsets, total):
+    fd = os.memfd_create("kgym-values", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, total)
+        mm = mmap.mmap(fd, total, mmap.MAP_SHARED | _POPULATE, mmap.PROT_READ | mmap.PROT_WRITE)
+        try:
+            buf = torch.frombuffer(mm, dtype=torch.uint8)
+            pinned = False
+            if total >= PIN_MIN and any(t.is_cuda for t, _ in tensors_and_offsets):
+                try:
+                    pinned = torch.cuda.cudart().cudaHostRegister(buf.data_ptr(), total, 0) == 0
+                except Exception:  # noqa: BLE001
+                    pinned = False
+            try:
+                for t, off in tensors_and_offsets:
+                    f = _flat_bytes(t)
+                    if f.numel():
+                        buf[off:off + f.numel()].copy_(f)
+                if any(t.is_cuda for t, _ in tensors_and_offsets):
+                    torch.cuda.synchronize()
+            finally:
+                if pinned:
+                    torch.cuda.cudart().cudaHostUnregister(buf.data_ptr())
+            del buf
+        finally:
+            mm.close()
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def pack(values, region=None):
+    """values: list of tensors / plain values -> (items, tensors_desc, payload bytes, fd or None).
+
+    With region=k and at least SHM_MIN tensor bytes, the tensors go into one sealed memfd (returned; the caller
+    sends it as the frame's k-th fd and closes it) instead of the payload."""
+    items, descs = [], []
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    for t in tensors:
+        _check(t)
+    total_bytes = sum(t.numel() * t.element_size() for t in tensors)
+    if region is not None and total_bytes >= SHM_MIN:
+        placed, offset = [], 0
+        for v in values:
+            if isinstance(v, torch.Tensor):
+                n = v.numel() * v.element_size()
+                descs.append({"dtype": NAMES[v.dtype], "shape": list(v.shape), "offset": offset, "nbytes": n,
+                              "region": region})
+                items.append({"kind": "tensor", "index": len(descs) - 1})
+                placed.append((v, offset))
+                offset += (n + ALIGN - 1) // ALIGN * ALIGN
+            else:
+                items.append(_plain(v))
+        return items, descs, b"", _sealed_memfd(placed, max(offset, 1))
+    chunks, offset = [], 0
     for v in values:
         if isinstance(v, torch.Tensor):
-            if v.dtype not in NAMES:
-                raise TypeError("unsupported tensor dtype %s" % v.dtype)
             b = tensor_bytes(v)
             descs.append({"dtype": NAMES[v.dtype], "shape": list(v.shape), "offset": offset, "nbytes": len(b)})
             items.append({"kind": "tensor", "index": len(descs) - 1})
             chunks.append(b)
             offset += len(b)
-        elif v is None or isinstance(v, (bool, int, float, str)):
-            items.append({"kind": "json", "value": v})
-        elif isinstance(v, (list, tuple)) and all(isinstance(x, (bool, int, float)) for x in v):
-            items.append({"kind": "json", "value": list(v)})
         else:
-            raise TypeError("unsupported value of type %s" % type(v).__name__)
-    return items, descs, b"".join(chunks)
+            items.append(_plain(v))
+    return items, descs, b"".join(chunks), None
 
 
-def unpack(items, descs, payload, device="cpu"):
+def _from_region(fd, off, n, cache):
+    mm = cache.get(fd)
+    if mm is None:
+        size = os.fstat(fd).st_size
+        # A private mapping: the sealed original cannot be written, and nothing written here is seen elsewhere.
+        mm = mmap.mmap(fd, size, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)
+        cache[fd] = mm
+    if off < 0 or n < 0 or off + n > len(mm):
+        raise ValueError("tensor outside its shared-memory region")
+    return torch.frombuffer(mm, dtype=torch.uint8, count=n, offset=off)
+
+
+def unpack(items, descs, payload, device="cpu", fds=()):
+    """Rebuilds values on `device`; every tensor is a fresh copy owned by this process."""
     out = []
     mv = memoryview(payload)
-    for it in items:
-        if it["kind"] == "json":
-            out.append(it["value"])
-            continue
-        d = descs[it["index"]]
-        dt = DTYPES[d["dtype"]]
-        n = d["nbytes"]
-        if n == 0:
-            t = torch.empty(d["shape"], dtype=dt)
-        else:
-            raw = torch.frombuffer(bytearray(mv[d["offset"]:d["offset"] + n]), dtype=torch.uint8)
+    maps = {}
+    try:
+        for it in items:
+            if it["kind"] == "json":
+                out.append(it["value"])
+                continue
+            d = descs[it["index"]]
+            dt = DTYPES[d["dtype"]]
+            n = d["nbytes"]
+            if n == 0:
+                out.append(torch.empty(d["shape"], dtype=dt, device=device))
+                continue
+            if "region" in d:
+                raw = _from_region(fds[d["region"]], d["offset"], n, maps)
+            else:
+                raw = torch.frombuffer(bytearray(mv[d["offset"]:d["offset"] + n]), dtype=torch.uint8)
             t = raw.view(torch.uint8 if dt == torch.bool else dt)
             if dt == torch.bool:
                 t = t.to(torch.bool)
             t = t.reshape(d["shape"])
-        out.append(t.to(device) if device != "cpu" else t)
+            if device != "cpu":
+                t = t.to(device)
+            elif "region" in d:
+                t = t.clone()
+            out.append(t)
+            del raw
+    finally:
+        del mv
+        maps.clear()
     return out
+
+
+def close_fds(fds):
+    for fd in fds or ():
+        try:
+            os.close(fd)
+        except OSError:
+            pass

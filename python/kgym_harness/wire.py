@@ -1,16 +1,23 @@
-"""Framing shared with src/eval/wire.h: [u32 header_len][u64 payload_len][header JSON][payload bytes], little endian."""
+"""Framing shared with src/eval/wire.h: [u32 header_len][u64 payload_len][header JSON][payload bytes], little endian.
+
+Large tensors do not travel in the payload: they ride along as sealed memfds (see tensors.py), passed as
+SCM_RIGHTS with the 12-byte prefix; the header then says "regions": n. Received fds are returned in
+header["_fds"] (local only, never sent back)."""
+import array
 import json
+import socket
 import struct
 
 _HDR = struct.Struct("<IQ")
+MAX_FDS = 64
 
 
 class ChannelClosed(Exception):
     pass
 
 
-def _recv_exact(sock, n):
-    buf = bytearray(n)
+def _recv_exact(sock, n, into=None):
+    buf = bytearray(n) if into is None else into
     view = memoryview(buf)
     got = 0
     while got < n:
@@ -21,15 +28,39 @@ def _recv_exact(sock, n):
     return buf
 
 
-def send(sock, header, payload=b""):
+def send(sock, header, payload=b"", fds=()):
+    fds = list(fds)
+    if fds:
+        header = dict(header, regions=len(fds))
     h = json.dumps(header, separators=(",", ":")).encode()
-    sock.sendall(_HDR.pack(len(h), len(payload)) + h)
+    prefix = _HDR.pack(len(h), len(payload))
+    if fds:
+        sent = sock.sendmsg([prefix], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        if sent < len(prefix):
+            sock.sendall(prefix[sent:])
+        sock.sendall(h)
+    else:
+        sock.sendall(prefix + h)
     if payload:
         sock.sendall(payload)
 
 
 def recv(sock):
-    hl, pl = _HDR.unpack(_recv_exact(sock, _HDR.size))
+    fds = []
+    prefix = bytearray()
+    while len(prefix) < _HDR.size:
+        data, anc, _flags, _addr = sock.recvmsg(_HDR.size - len(prefix), socket.CMSG_SPACE(MAX_FDS * 4))
+        for level, kind, raw in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                a = array.array("i")
+                a.frombytes(raw[:len(raw) - len(raw) % 4])
+                fds.extend(a)
+        if not data:
+            raise ChannelClosed()
+        prefix += data
+    hl, pl = _HDR.unpack(bytes(prefix))
     header = json.loads(bytes(_recv_exact(sock, hl)))
     payload = _recv_exact(sock, pl) if pl else bytearray()
+    if fds:
+        header["_fds"] = fds
     return header, payload

@@ -334,22 +334,29 @@ def _send_error(sock, rep):
 
 
 def _send_values(sock, header, groups):
-    """groups: {name: list of values}; all tensors go in one payload."""
-    descs_all, chunks, offset = [], [], 0
-    for name, values in groups.items():
-        items, descs, payload = tensors.pack(values)
-        base = len(descs_all)
-        for d in descs:
-            d["offset"] += offset
-            descs_all.append(d)
-        for it in items:
-            if it["kind"] == "tensor":
-                it["index"] += base
-        header[name] = items
-        chunks.append(payload)
-        offset += len(payload)
-    header["tensors"] = descs_all
-    wire.send(sock, header, b"".join(chunks))
+    """groups: {name: list of values}. Small groups share the inline payload; a large group gets its own sealed
+    memfd, so the supervisor can forward one group (the inputs) without exposing another (the outputs)."""
+    descs_all, chunks, offset, fds = [], [], 0, []
+    try:
+        for name, values in groups.items():
+            items, descs, payload, fd = tensors.pack(values, region=len(fds))
+            if fd is not None:
+                fds.append(fd)
+            base = len(descs_all)
+            for d in descs:
+                if "region" not in d:
+                    d["offset"] += offset
+                descs_all.append(d)
+            for it in items:
+                if it["kind"] == "tensor":
+                    it["index"] += base
+            header[name] = items
+            chunks.append(payload)
+            offset += len(payload)
+        header["tensors"] = descs_all
+        wire.send(sock, header, b"".join(chunks), fds)
+    finally:
+        tensors.close_fds(fds)
 
 
 def _variant(values, variant):
@@ -437,7 +444,10 @@ def serve_candidate(sock, r, job, payload):
         h, p = wire.recv(sock)
         t = h["type"]
         if t == "trial":
-            args = tensors.unpack(h["inputs"], h["tensors"], p, r.device)
+            try:
+                args = tensors.unpack(h["inputs"], h["tensors"], p, r.device, h.get("_fds", ()))
+            finally:
+                tensors.close_fds(h.get("_fds"))
             originals = [a.clone() if isinstance(a, _Tensor) else a for a in args]
             out = r.call(args, "correctness")
             evid = r.inspect_output(out, args, originals, "correctness")
@@ -446,7 +456,10 @@ def serve_candidate(sock, r, job, payload):
                 wire.send(sock, {"type": "evidence", "items": [list(e) for e in evid]})
             _send_values(sock, {"type": "trial_result", "index": h["index"]}, {"outputs": _as_list(out)})
         elif t == "pool_set":
-            r.pool.append(tensors.unpack(h["inputs"], h["tensors"], p, r.device))
+            try:
+                r.pool.append(tensors.unpack(h["inputs"], h["tensors"], p, r.device, h.get("_fds", ())))
+            finally:
+                tensors.close_fds(h.get("_fds"))
             wire.send(sock, {"type": "ok"})
         elif t == "timing":
             return h

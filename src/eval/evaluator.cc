@@ -28,7 +28,7 @@ namespace kgym {
 size_t ReferenceData::Bytes() const {
   size_t n = 0;
   auto add = [&](const Values& vs) {
-    for (const auto& v : vs) n += v.tensor.bytes.size();
+    for (const auto& v : vs) n += v.tensor.nbytes;
   };
   for (const auto& t : trials) add(t.inputs), add(t.outputs);
   for (const auto& t : pool) add(t.inputs), add(t.outputs);
@@ -36,6 +36,15 @@ size_t ReferenceData::Bytes() const {
 }
 
 namespace {
+
+bool SharesRegion(const Values& a, const Values& b) {
+  for (const auto& x : a)
+    for (const auto& y : b)
+      if (x.is_tensor && y.is_tensor && x.tensor.region && x.tensor.region == y.tensor.region &&
+          x.tensor.region->fd() >= 0)
+        return true;
+  return false;
+}
 
 using std::chrono::duration;
 using std::chrono::seconds;
@@ -344,16 +353,18 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
     return true;
   };
   if (!s.ok() || !read("init")) return ref;
-  s = DecodeValues(f.header, "init", f.payload, &ref->init);
+  s = DecodeValues(f.header, "init", f.payload, f.regions, &ref->init);
   if (!s.ok()) return fail("invalid", "reference init values: " + s.message(), w.get());
   for (size_t i = 0; i < trials.size(); ++i) {
     if (!read("correctness")) return ref;
     ReferenceTrial t;
     t.variant = trials[i]["variant"];
     t.skipped = f.header.value("skipped", false);
-    if (!(s = DecodeValues(f.header, "inputs", f.payload, &t.inputs)).ok() ||
-        !(s = DecodeValues(f.header, "outputs", f.payload, &t.outputs)).ok())
+    if (!(s = DecodeValues(f.header, "inputs", f.payload, f.regions, &t.inputs)).ok() ||
+        !(s = DecodeValues(f.header, "outputs", f.payload, f.regions, &t.outputs)).ok())
       return fail("invalid", "reference trial values: " + s.message(), w.get());
+    if (SharesRegion(t.inputs, t.outputs))  // the candidate gets the inputs' region: it must not hold outputs
+      return fail("invalid", "reference trial inputs and outputs share a shared-memory region", w.get());
     ref->trials.push_back(std::move(t));
   }
   while (true) {  // pool sets (the worker sizes the pool by bytes), then "ready"
@@ -361,9 +372,11 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
     if (f.header.value("type", "") != "pool_set") break;
     ReferenceTrial t;
     t.variant = "default";
-    if (!(s = DecodeValues(f.header, "inputs", f.payload, &t.inputs)).ok() ||
-        !(s = DecodeValues(f.header, "outputs", f.payload, &t.outputs)).ok())
+    if (!(s = DecodeValues(f.header, "inputs", f.payload, f.regions, &t.inputs)).ok() ||
+        !(s = DecodeValues(f.header, "outputs", f.payload, f.regions, &t.outputs)).ok())
       return fail("invalid", "reference pool values: " + s.message(), w.get());
+    if (SharesRegion(t.inputs, t.outputs))
+      return fail("invalid", "reference pool inputs and outputs share a shared-memory region", w.get());
     ref->pool.push_back(std::move(t));
   }
   pool = static_cast<int>(ref->pool.size());
@@ -454,6 +467,13 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     }
   };
   auto fail_session = [&](const Status& st) {
+    if (st.code() == Status::Code::kInvalidArgument && !w->cancelled()) {
+      // Only a process that rewrote the harness's channel code sends malformed frames or unsealed regions.
+      w->Kill();
+      Fail(r, Outcome::kHacked, "hacked (result channel tampering): " + st.message());
+      finish_output();
+      return;
+    }
     ClassifyFailure(w.get(), st, phase, dl, false, r);
     finish_output();
   };
@@ -492,8 +512,9 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     ++used;
     nlohmann::json h = {{"type", "trial"}, {"index", used - 1}};
     std::string p;
-    EncodeValues(t.inputs, "inputs", &h, &p);
-    s = w->Send(h, p);
+    std::vector<std::shared_ptr<const Region>> regions;  // the reference's sealed inputs, shared without a copy
+    EncodeValues(t.inputs, "inputs", &h, &p, &regions);
+    s = w->Send(h, p, regions);
     if (s.ok()) s = w->RecvReply(dl.at, &f);
     if (!s.ok()) return fail_session(s);
     if (f.header.value("type", "") == "error") {
@@ -501,7 +522,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
       return finish_output();
     }
     Values outs;
-    s = DecodeValues(f.header, "outputs", f.payload, &outs);
+    s = DecodeValues(f.header, "outputs", f.payload, f.regions, &outs);
     if (!s.ok()) {
       Fail(r, Outcome::kIncorrect, "the candidate's outputs could not be read: " + s.message());
       return finish_output();
@@ -565,8 +586,9 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   for (const auto& t : ref.pool) {
     nlohmann::json h = {{"type", "pool_set"}};
     std::string p;
-    EncodeValues(t.inputs, "inputs", &h, &p);
-    s = w->Send(h, p);
+    std::vector<std::shared_ptr<const Region>> regions;
+    EncodeValues(t.inputs, "inputs", &h, &p, &regions);
+    s = w->Send(h, p, regions);
     if (s.ok()) s = w->RecvReply(dl.at, &f);
     if (!s.ok()) return fail_session(s);
     if (f.header.value("type", "") == "error") {
@@ -581,7 +603,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
       return false;
     }
     Values o;
-    Status ds = DecodeValues(out.header, "outputs", out.payload, &o);
+    Status ds = DecodeValues(out.header, "outputs", out.payload, out.regions, &o);
     Comparison c = ds.ok() ? CompareValues(ref.pool[set].outputs, o, t32, t16) : Comparison{};
     if (!ds.ok() || !c.ok) {
       timed_problem = "timed call " + std::to_string(call) + " returned a wrong result (" +

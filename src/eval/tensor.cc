@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <thread>
+#include <algorithm>
 
 namespace kgym {
 
@@ -35,9 +37,9 @@ double BFloatToDouble(uint16_t b) {
 }
 
 template <typename T>
-T Load(const std::string& s, int64_t i) {
+T Load(const char* s, int64_t i) {
   T v;
-  std::memcpy(&v, s.data() + i * sizeof(T), sizeof(T));
+  std::memcpy(&v, s + i * sizeof(T), sizeof(T));
   return v;
 }
 
@@ -83,7 +85,15 @@ int64_t Tensor::numel() const {
 
 std::string Tensor::ShapeString() const { return ShapeOf(shape); }
 
-double Tensor::At(int64_t i) const {
+void Tensor::SetBytes(std::string b) {
+  nbytes = b.size();
+  offset = 0;
+  region = Region::FromBytes(std::move(b));
+}
+
+namespace {
+
+double LoadAs(DType dtype, const char* bytes, int64_t i) {
   switch (dtype) {
     case DType::kFloat32: return Load<float>(bytes, i);
     case DType::kFloat64: return Load<double>(bytes, i);
@@ -99,19 +109,27 @@ double Tensor::At(int64_t i) const {
   return 0;
 }
 
-Status DecodeValues(const nlohmann::json& header, const std::string& key, const std::string& payload, Values* out) {
+}  // namespace
+
+double Tensor::At(int64_t i) const { return LoadAs(dtype, data(), i); }
+
+Status DecodeValues(const nlohmann::json& header, const std::string& key, const std::string& payload,
+                    const std::vector<std::shared_ptr<const Region>>& regions, Values* out) {
   out->clear();
   if (!header.contains(key) || !header[key].is_array()) return Status::InvalidArgument("missing '" + key + "'");
   const auto& descs = header.contains("tensors") ? header["tensors"] : nlohmann::json::array();
+  std::shared_ptr<const Region> inline_region;  // the payload bytes, copied once, shared by the inline tensors
   for (const auto& it : header[key]) {
     Value v;
+    if (!it.is_object()) return Status::InvalidArgument("bad item in '" + key + "'");
     if (it.value("kind", "") == "json") {
       v.json = it.contains("value") ? it["value"] : nlohmann::json();
       out->push_back(std::move(v));
       continue;
     }
     size_t idx = it.value("index", static_cast<size_t>(-1));
-    if (!descs.is_array() || idx >= descs.size()) return Status::InvalidArgument("bad tensor index");
+    if (!descs.is_array() || idx >= descs.size() || !descs[idx].is_object())
+      return Status::InvalidArgument("bad tensor index");
     const auto& d = descs[idx];
     v.is_tensor = true;
     if (!ParseDType(d.value("dtype", ""), &v.tensor.dtype))
@@ -121,16 +139,31 @@ Status DecodeValues(const nlohmann::json& header, const std::string& key, const 
       v.tensor.shape.push_back(s.get<int64_t>());
     }
     uint64_t off = d.value("offset", 0ull), n = d.value("nbytes", 0ull);
-    if (off > payload.size() || n > payload.size() - off) return Status::InvalidArgument("tensor outside payload");
-    if (n != static_cast<uint64_t>(v.tensor.numel()) * DTypeSize(v.tensor.dtype))
+    int64_t numel = v.tensor.numel();
+    if (numel < 0 || static_cast<uint64_t>(numel) > (1ull << 40) ||
+        n != static_cast<uint64_t>(numel) * DTypeSize(v.tensor.dtype))
       return Status::InvalidArgument("tensor byte count does not match its shape");
-    v.tensor.bytes.assign(payload.data() + off, n);
+    std::shared_ptr<const Region> src;
+    if (d.contains("region")) {
+      int64_t k = d.value("region", static_cast<int64_t>(-1));
+      if (k < 0 || static_cast<size_t>(k) >= regions.size())
+        return Status::InvalidArgument("tensor names a shared-memory region that did not come with the message");
+      src = regions[static_cast<size_t>(k)];
+    } else {
+      if (!inline_region) inline_region = Region::FromBytes(payload);
+      src = inline_region;
+    }
+    if (off > src->size() || n > src->size() - off) return Status::InvalidArgument("tensor outside payload");
+    v.tensor.region = src;
+    v.tensor.offset = off;
+    v.tensor.nbytes = n;
     out->push_back(std::move(v));
   }
   return Status::Ok();
 }
 
-void EncodeValues(const Values& values, const std::string& key, nlohmann::json* header, std::string* payload) {
+void EncodeValues(const Values& values, const std::string& key, nlohmann::json* header, std::string* payload,
+                  std::vector<std::shared_ptr<const Region>>* fds) {
   auto& h = *header;
   if (!h.contains("tensors")) h["tensors"] = nlohmann::json::array();
   nlohmann::json items = nlohmann::json::array();
@@ -139,15 +172,93 @@ void EncodeValues(const Values& values, const std::string& key, nlohmann::json* 
       items.push_back({{"kind", "json"}, {"value", v.json}});
       continue;
     }
-    h["tensors"].push_back({{"dtype", DTypeName(v.tensor.dtype)},
-                            {"shape", v.tensor.shape},
-                            {"offset", payload->size()},
-                            {"nbytes", v.tensor.bytes.size()}});
+    nlohmann::json d = {{"dtype", DTypeName(v.tensor.dtype)}, {"shape", v.tensor.shape},
+                        {"nbytes", v.tensor.nbytes}};
+    if (fds && v.tensor.region && v.tensor.region->fd() >= 0) {
+      size_t k = 0;
+      while (k < fds->size() && (*fds)[k] != v.tensor.region) ++k;
+      if (k == fds->size()) fds->push_back(v.tensor.region);
+      d["region"] = k;
+      d["offset"] = v.tensor.offset;
+    } else {
+      d["offset"] = payload->size();
+      payload->append(v.tensor.bytes());
+    }
+    h["tensors"].push_back(std::move(d));
     items.push_back({{"kind", "tensor"}, {"index", h["tensors"].size() - 1}});
-    payload->append(v.tensor.bytes);
   }
   h[key] = items;
 }
+
+namespace {
+
+// Partial sums of one slice of the comparison; merged in slice order so results do not depend on the split.
+struct Partial {
+  double sum_abs = 0, sum_sq_diff = 0, sum_sq_ref = 0, max_abs = 0;
+  int64_t mismatched = 0, nonfinite = 0;
+  int64_t first_nonfinite = -1, worst_mismatch = -1, argmax = -1;
+  double worst_mismatch_d = -1;
+};
+
+template <typename Fn>
+void CompareSlice(Fn load, int64_t begin, int64_t end, const Tolerance& tol, Partial* p) {
+  for (int64_t i = begin; i < end; ++i) {
+    double r, x;
+    load(i, &r, &x);
+    bool rf = std::isfinite(r), xf = std::isfinite(x);
+    if (!xf) {
+      // Non-finite where the reference is finite (or a different non-finite value) is wrong.
+      bool same = !rf && ((std::isnan(r) && std::isnan(x)) || r == x);
+      if (!same) {
+        ++p->nonfinite;
+        ++p->mismatched;
+        if (p->first_nonfinite < 0) p->first_nonfinite = i;
+      }
+      continue;
+    }
+    if (!rf) {
+      ++p->mismatched;
+      continue;
+    }
+    double d = std::fabs(x - r);
+    p->sum_abs += d;
+    p->sum_sq_diff += d * d;
+    p->sum_sq_ref += r * r;
+    if (d > p->max_abs) {
+      p->max_abs = d;
+      p->argmax = i;
+    }
+    if (d > tol.atol + tol.rtol * std::fabs(r)) {
+      ++p->mismatched;
+      if (d > p->worst_mismatch_d) {
+        p->worst_mismatch_d = d;
+        p->worst_mismatch = i;
+      }
+    }
+  }
+}
+
+template <typename Fn>
+void CompareAll(Fn load, int64_t n, const Tolerance& tol, std::vector<Partial>* parts) {
+  // Large outputs are compared on several threads (memory-bound: a few threads saturate the bandwidth).
+  constexpr int64_t kPerThread = 1 << 22;
+  int threads = static_cast<int>(std::min<int64_t>(
+      std::max<int64_t>(1, n / kPerThread), std::max(1u, std::min(8u, std::thread::hardware_concurrency()))));
+  parts->assign(static_cast<size_t>(threads), Partial{});
+  if (threads == 1) {
+    CompareSlice(load, 0, n, tol, &(*parts)[0]);
+    return;
+  }
+  std::vector<std::thread> pool;
+  int64_t step = (n + threads - 1) / threads;
+  for (int t = 0; t < threads; ++t) {
+    int64_t b = std::min(n, t * step), e = std::min(n, b + step);
+    pool.emplace_back([&, b, e, t] { CompareSlice(load, b, e, tol, &(*parts)[static_cast<size_t>(t)]); });
+  }
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace
 
 Comparison CompareTensors(const Tensor& ref, const Tensor& cand, const Tolerance& tol) {
   Comparison c;
@@ -160,38 +271,41 @@ Comparison CompareTensors(const Tensor& ref, const Tensor& cand, const Tolerance
     c.problem = std::string("dtype mismatch: expected ") + DTypeName(ref.dtype) + ", got " + DTypeName(cand.dtype);
     return c;
   }
-  double sum_abs = 0, sum_sq_diff = 0, sum_sq_ref = 0;
-  int64_t nonfinite = 0;
-  for (int64_t i = 0; i < c.numel; ++i) {
-    double r = ref.At(i), x = cand.At(i);
-    bool rf = std::isfinite(r), xf = std::isfinite(x);
-    if (!xf) {
-      // Non-finite where the reference is finite (or a different non-finite value) is wrong.
-      bool same = !rf && ((std::isnan(r) && std::isnan(x)) || r == x);
-      if (!same) {
-        ++nonfinite;
-        ++c.mismatched;
-        if (c.worst_index < 0) c.worst_index = i;
-      }
-      continue;
+  std::vector<Partial> parts;
+  const char* rb = ref.data();
+  const char* cb = cand.data();
+  if (ref.dtype == DType::kFloat32) {
+    CompareAll([rb, cb](int64_t i, double* r, double* x) {
+      *r = Load<float>(rb, i);
+      *x = Load<float>(cb, i);
+    }, c.numel, tol, &parts);
+  } else {
+    DType dt = ref.dtype;
+    CompareAll([rb, cb, dt](int64_t i, double* r, double* x) {
+      *r = LoadAs(dt, rb, i);
+      *x = LoadAs(dt, cb, i);
+    }, c.numel, tol, &parts);
+  }
+  double sum_abs = 0, sum_sq_diff = 0, sum_sq_ref = 0, worst_d = -1;
+  int64_t nonfinite = 0, first_nonfinite = -1, worst = -1, argmax = -1;
+  for (const auto& p : parts) {
+    sum_abs += p.sum_abs;
+    sum_sq_diff += p.sum_sq_diff;
+    sum_sq_ref += p.sum_sq_ref;
+    c.mismatched += p.mismatched;
+    nonfinite += p.nonfinite;
+    if (first_nonfinite < 0) first_nonfinite = p.first_nonfinite;
+    if (p.max_abs > c.max_abs_diff) {
+      c.max_abs_diff = p.max_abs;
+      argmax = p.argmax;
     }
-    if (!rf) {
-      ++c.mismatched;
-      continue;
-    }
-    double d = std::fabs(x - r);
-    sum_abs += d;
-    sum_sq_diff += d * d;
-    sum_sq_ref += r * r;
-    if (d > c.max_abs_diff) {
-      c.max_abs_diff = d;
-      if (c.mismatched == 0) c.worst_index = i;
-    }
-    if (d > tol.atol + tol.rtol * std::fabs(r)) {
-      if (c.mismatched == 0 || d >= c.max_abs_diff) c.worst_index = i;
-      ++c.mismatched;
+    if (p.worst_mismatch >= 0 && p.worst_mismatch_d > worst_d) {
+      worst_d = p.worst_mismatch_d;
+      worst = p.worst_mismatch;
     }
   }
+  // The element to show: the first non-finite one, else the worst mismatch, else the largest difference.
+  c.worst_index = first_nonfinite >= 0 ? first_nonfinite : worst >= 0 ? worst : argmax;
   c.mean_abs_diff = c.numel ? sum_abs / static_cast<double>(c.numel) : 0;
   c.rel_l2 = sum_sq_ref > 0 ? std::sqrt(sum_sq_diff / sum_sq_ref) : std::sqrt(sum_sq_diff);
   c.ok = c.mismatched == 0;
@@ -254,7 +368,7 @@ bool BytesEqual(const Values& a, const Values& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].is_tensor != b[i].is_tensor) return false;
-    if (a[i].is_tensor ? a[i].tensor.bytes != b[i].tensor.bytes : a[i].json != b[i].json) return false;
+    if (a[i].is_tensor ? a[i].tensor.bytes() != b[i].tensor.bytes() : a[i].json != b[i].json) return false;
   }
   return true;
 }

@@ -3,11 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
+#include "eval/shm.h"
 
 namespace kgym {
 
@@ -21,7 +24,12 @@ bool IsFloating(DType d);
 struct Tensor {
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;
-  std::string bytes;
+  // The bytes live in a shared immutable region (a sealed memfd for large tensors, heap bytes otherwise).
+  std::shared_ptr<const Region> region;
+  size_t offset = 0, nbytes = 0;
+  const char* data() const { return region ? region->data() + offset : nullptr; }
+  std::string_view bytes() const { return {data(), nbytes}; }
+  void SetBytes(std::string b);  // copies into a private heap region
   int64_t numel() const;
   double At(int64_t i) const;  // element i as double (fp16/bf16 decoded)
   std::string ShapeString() const;
@@ -35,10 +43,19 @@ struct Value {
 };
 using Values = std::vector<Value>;
 
-// Decodes header[key] (items) + header["tensors"] + payload. Validates sizes against shapes and dtypes.
-Status DecodeValues(const nlohmann::json& header, const std::string& key, const std::string& payload, Values* out);
+// Decodes header[key] (items) + header["tensors"] + payload. A tensor description with "region": k points into
+// regions[k] (a sealed memfd that came with the frame) instead of the payload. Validates sizes against shapes.
+Status DecodeValues(const nlohmann::json& header, const std::string& key, const std::string& payload,
+                    const std::vector<std::shared_ptr<const Region>>& regions, Values* out);
+inline Status DecodeValues(const nlohmann::json& header, const std::string& key, const std::string& payload,
+                           Values* out) {
+  return DecodeValues(header, key, payload, {}, out);
+}
 // Encodes values into (items, tensors, payload) under header[key], appending to header["tensors"]/payload.
-void EncodeValues(const Values& values, const std::string& key, nlohmann::json* header, std::string* payload);
+// Tensors held in a memfd region are not copied: the region is appended to *fds (once) and referenced by index,
+// when `fds` is non-null.
+void EncodeValues(const Values& values, const std::string& key, nlohmann::json* header, std::string* payload,
+                  std::vector<std::shared_ptr<const Region>>* fds = nullptr);
 
 struct Tolerance {
   double atol = 1e-2, rtol = 1e-2;

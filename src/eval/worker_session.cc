@@ -54,8 +54,9 @@ WorkerSession::~WorkerSession() {
   capture_.reset();  // joins the reader: every process holding the pipe is gone
 }
 
-Status WorkerSession::Send(const nlohmann::json& header, const std::string& payload) {
-  return SendFrame(chan_, header, payload);
+Status WorkerSession::Send(const nlohmann::json& header, const std::string& payload,
+                           const std::vector<std::shared_ptr<const Region>>& regions) {
+  return SendFrame(chan_, header, payload, regions);
 }
 
 Status WorkerSession::Recv(Clock::time_point deadline, Frame* out) {

@@ -21,7 +21,8 @@ class WorkerSession {
                       std::unique_ptr<WorkerSession>* out);
   ~WorkerSession();  // kills the worker if it is still running
 
-  Status Send(const nlohmann::json& header, const std::string& payload = "");
+  Status Send(const nlohmann::json& header, const std::string& payload = "",
+              const std::vector<std::shared_ptr<const Region>>& regions = {});
   Status Recv(Clock::time_point deadline, Frame* out);
   // Receives frames until one whose "type" is not "evidence"/"note"; those are appended to evidence()/notes().
   Status RecvReply(Clock::time_point deadline, Frame* out);

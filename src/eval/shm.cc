@@ -1,0 +1,78 @@
+#include "eval/shm.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace kgym {
+
+namespace {
+constexpr int kWriteSeals = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
+}
+
+bool IsWriteSealed(int fd) {
+  int seals = ::fcntl(fd, F_GET_SEALS);
+  return seals >= 0 && (seals & kWriteSeals) == kWriteSeals;
+}
+
+Region::~Region() {
+  if (map_) ::munmap(map_, map_len_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status Region::FromSealedMemfd(int fd, std::shared_ptr<const Region>* out) {
+  std::shared_ptr<Region> r(new Region());
+  r->fd_ = fd;  // closed by the destructor on every path
+  if (!IsWriteSealed(fd)) return Status::InvalidArgument("shared-memory region is not a write-sealed memfd");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size < 0)
+    return Status::IOError(std::string("fstat of a shared-memory region: ") + std::strerror(errno));
+  r->size_ = static_cast<size_t>(st.st_size);
+  if (r->size_ > 0) {
+    void* p = ::mmap(nullptr, r->size_, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return Status::IOError(std::string("mmap of a shared-memory region: ") + std::strerror(errno));
+    r->map_ = p;
+    r->map_len_ = r->size_;
+    r->data_ = static_cast<const char*>(p);
+  }
+  *out = std::move(r);
+  return Status::Ok();
+}
+
+std::shared_ptr<const Region> Region::FromBytes(std::string bytes) {
+  std::shared_ptr<Region> r(new Region());
+  r->heap_ = std::move(bytes);
+  r->data_ = r->heap_.data();
+  r->size_ = r->heap_.size();
+  return r;
+}
+
+Status Region::SealedCopy(std::string_view bytes, std::shared_ptr<const Region>* out) {
+  int fd = ::memfd_create("kgym-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return Status::IOError(std::string("memfd_create: ") + std::strerror(errno));
+  if (::ftruncate(fd, static_cast<off_t>(bytes.size())) != 0) {
+    ::close(fd);
+    return Status::IOError(std::string("ftruncate: ") + std::strerror(errno));
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t k = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      ::close(fd);
+      return Status::IOError(std::string("pwrite: ") + std::strerror(errno));
+    }
+    done += static_cast<size_t>(k);
+  }
+  if (::fcntl(fd, F_ADD_SEALS, kWriteSeals | F_SEAL_SEAL) != 0) {
+    ::close(fd);
+    return Status::IOError(std::string("sealing a memfd: ") + std::strerror(errno));
+  }
+  return FromSealedMemfd(fd, out);
+}
+
+}  // namespace kgym

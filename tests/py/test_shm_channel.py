@@ -1,0 +1,71 @@
+"""Large tensors travel between workers and the supervisor as sealed memfds: verdicts on such outputs are right,
+and a candidate that rewrites the harness so its output region is left unsealed (it could then keep changing
+the bytes while the supervisor reads them) is caught."""
+import os
+
+from conftest import run_eval
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "candidates")
+REF = os.path.join(HERE, "ref_big_relu_add.py")
+
+GOOD = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return torch.clamp(x, min=0) + y, x.sum(dim=1)
+"""
+
+WRONG = """
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        out = torch.clamp(x, min=0) + y
+        out[511, 1023] += 1.0
+        return out, x.sum(dim=1)
+"""
+
+UNSEALED = """
+import fcntl
+import torch
+import torch.nn as nn
+
+_real = fcntl.fcntl
+
+def _no_seals(fd, cmd, arg=0):
+    if cmd == fcntl.F_ADD_SEALS:
+        return 0
+    return _real(fd, cmd, arg)
+
+fcntl.fcntl = _no_seals
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return torch.relu(x) + y, x.sum(dim=1)
+"""
+
+
+def _write(tmp_path, name, code):
+    p = tmp_path / (name + ".py")
+    p.write_text(code)
+    return str(p)
+
+
+def test_large_outputs_correct_and_wrong(kgym, tmp_path):
+    r, _, _ = run_eval(kgym, REF, _write(tmp_path, "good", GOOD))
+    assert r["outcome"] == "correct", r["outcome_detail"]
+    r, _, _ = run_eval(kgym, REF, _write(tmp_path, "wrong", WRONG))
+    assert r["outcome"] == "incorrect", r["outcome_detail"]
+    assert "1 of 524288 elements" in r["outcome_detail"]
+
+
+def test_unsealed_output_region_is_hacked(kgym, tmp_path):
+    r, _, _ = run_eval(kgym, REF, _write(tmp_path, "unsealed", UNSEALED))
+    assert r["outcome"] == "hacked", r["outcome_detail"]
+    assert "result channel tampering" in r["outcome_detail"]
+    assert "sealed" in r["outcome_detail"]
+    r, _, _ = run_eval(kgym, REF, _write(tmp_path, "good", GOOD))
+    assert r["outcome"] == "correct", r["outcome_detail"]
