@@ -14,32 +14,6 @@ namespace {
 // weights, per-term multiplication instead of repeated addition) is off by < 1e-7 relative; 1e-6 is safe.
 constexpr double kSlack = 1e-6;
 
-// Per-thread scratch for TopK: an accumulator per document, valid where stamp == epoch (no O(N) clearing).
-struct Scratch {
-  std::vector<uint32_t> stamp;
-  std::vector<double> acc;
-  uint32_t epoch = 0;
-  void Begin(size_t n) {
-    if (stamp.size() < n) {
-      stamp.resize(n, 0);
-      acc.resize(n, 0.0);
-    }
-    if (++epoch == 0) {
-      std::fill(stamp.begin(), stamp.end(), 0);
-      epoch = 1;
-    }
-  }
-};
-
-// The k-th largest of acc[d] over docs (k >= 1, docs.size() >= k).
-double KthLargest(const std::vector<uint32_t>& docs, const std::vector<double>& acc, size_t k,
-                  std::vector<double>* tmp) {
-  tmp->resize(docs.size());
-  for (size_t i = 0; i < docs.size(); ++i) (*tmp)[i] = acc[docs[i]];
-  std::nth_element(tmp->begin(), tmp->begin() + (k - 1), tmp->end(), std::greater<double>());
-  return (*tmp)[k - 1];
-}
-
 }  // namespace
 
 Bm25Index Bm25Index::Build(const std::vector<std::string>& docs, Bm25Params params) {
@@ -98,10 +72,19 @@ Bm25Index Bm25Index::Build(const std::vector<std::string>& docs, Bm25Params para
       if (v < 0) v = eps;
   }
 
+  // Terms in at least a quarter of the documents get a dense row; the others postings.
+  ix.df_.resize(vocab);
+  ix.dense_row_.assign(vocab, -1);
+  int32_t rows = 0;
+  for (size_t t = 0; t < vocab; ++t) {
+    ix.df_[t] = static_cast<uint32_t>(df[t]);
+    if (df[t] * 4 >= n) ix.dense_row_[t] = rows++;
+  }
+  ix.dense_weight_.assign(static_cast<size_t>(rows) * n, 0.0f);
   ix.post_off_.assign(vocab + 1, 0);
-  for (size_t t = 0; t < vocab; ++t) ix.post_off_[t + 1] = ix.post_off_[t] + df[t];
-  ix.post_doc_.resize(ix.fwd_term_.size());
-  ix.post_weight_.resize(ix.fwd_term_.size());
+  for (size_t t = 0; t < vocab; ++t) ix.post_off_[t + 1] = ix.post_off_[t] + (ix.dense_row_[t] < 0 ? df[t] : 0);
+  ix.post_doc_.resize(ix.post_off_[vocab]);
+  ix.post_weight_.resize(ix.post_off_[vocab]);
   ix.max_weight_.assign(vocab, 0.0f);
   std::vector<uint64_t> fill(ix.post_off_.begin(), ix.post_off_.end() - 1);
   const double k1p1 = params.k1 + 1;
@@ -110,8 +93,12 @@ Bm25Index Bm25Index::Build(const std::vector<std::string>& docs, Bm25Params para
       const uint32_t t = ix.fwd_term_[i];
       const double tf = ix.fwd_tf_[i];
       const float w = static_cast<float>(tf * k1p1 / (tf + ix.length_norm_[d]));
-      ix.post_doc_[fill[t]] = static_cast<uint32_t>(d);
-      ix.post_weight_[fill[t]++] = w;
+      if (ix.dense_row_[t] >= 0) {
+        ix.dense_weight_[static_cast<size_t>(ix.dense_row_[t]) * n + d] = w;
+      } else {
+        ix.post_doc_[fill[t]] = static_cast<uint32_t>(d);
+        ix.post_weight_[fill[t]++] = w;
+      }
       ix.max_weight_[t] = std::max(ix.max_weight_[t], w);
     }
   return ix;
@@ -176,6 +163,17 @@ double Bm25Index::Score(std::string_view query, uint32_t doc) const {
   return ExactScore(q, doc);
 }
 
+std::vector<ScoredDoc> Bm25Index::ExhaustiveTopK(const QueryTerms& q, size_t k) const {
+  std::vector<ScoredDoc> all;
+  for (uint32_t d = 0; d < size(); ++d) {
+    const double score = ExactScore(q, d);
+    if (score > 0) all.push_back({d, score});
+  }
+  std::stable_sort(all.begin(), all.end(), [](const ScoredDoc& a, const ScoredDoc& b) { return a.score > b.score; });
+  if (all.size() > k) all.resize(k);
+  return all;
+}
+
 std::vector<ScoredDoc> Bm25Index::TopK(std::string_view query, size_t k) const {
   std::vector<ScoredDoc> result;
   if (k == 0 || size() == 0) return result;
@@ -185,78 +183,130 @@ std::vector<ScoredDoc> Bm25Index::TopK(std::string_view query, size_t k) const {
 
   // Per distinct term: the multiplier count * idf and an upper bound of its contribution to any document.
   std::vector<double> mult(m), bound(m);
-  bool negative = false;
   for (size_t i = 0; i < m; ++i) {
     mult[i] = q.count[i] * idf_[q.distinct[i]];
-    bound[i] = std::abs(mult[i]) * max_weight_[q.distinct[i]] * (1 + kSlack);
-    negative |= mult[i] < 0;
+    bound[i] = mult[i] * max_weight_[q.distinct[i]] * (1 + kSlack);
+    // A subtracting term breaks every bound argument below; it only happens in tiny libraries.
+    if (mult[i] < 0) return ExhaustiveTopK(q, k);
   }
   std::vector<size_t> order(m);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bound[a] > bound[b]; });
-  std::vector<double> rest(m + 1, 0.0);  // rest[i] = bound of the terms after position i in `order`
-  for (size_t i = m; i-- > 0;) rest[i] = (i + 1 < m ? rest[i + 1] + bound[order[i + 1]] : 0.0);
-  const double total_bound = m ? rest[0] + bound[order[0]] : 0.0;
+  // rest[pos]: bound of the terms after position pos; volume[pos]: their postings (documents) to scan.
+  std::vector<double> rest(m, 0.0);
+  std::vector<uint64_t> volume(m, 0);
+  for (size_t pos = m - 1; pos-- > 0;) {
+    rest[pos] = rest[pos + 1] + bound[order[pos + 1]];
+    volume[pos] = volume[pos + 1] + df_[q.distinct[order[pos + 1]]];
+  }
 
-  thread_local Scratch s;
+  const size_t n = size();
+  thread_local std::vector<double> acc;
   thread_local std::vector<double> tmp;
-  s.Begin(size());
-  std::vector<uint32_t> cand;  // documents touched so far (or, after pruning, the survivors)
-  bool pruning = false;        // true once no untouched document can reach the top k
-  double max_acc = 0;
-  const double k1p1 = params_.k1 + 1;
+  thread_local std::vector<uint8_t> mark;  // candidate flags, once pruned
+  acc.assign(n, 0.0);
+  double* a = acc.data();
+  auto add_term = [&](size_t i) {  // every document containing the term
+    const uint32_t t = q.distinct[i];
+    const double mu = mult[i];
+    if (dense_row_[t] >= 0) {
+      const float* w = dense_weight_.data() + static_cast<size_t>(dense_row_[t]) * n;
+      for (size_t d = 0; d < n; ++d) a[d] += mu * w[d];
+    } else {
+      const uint32_t* doc = post_doc_.data();
+      const float* w = post_weight_.data();
+      for (uint64_t p = post_off_[t], e = post_off_[t + 1]; p < e; ++p) a[doc[p]] += mu * w[p];
+    }
+  };
+  // The k-th largest accumulator over all documents (0 when fewer than k are positive): a valid lower bound of the
+  // final k-th score, since every term adds a non-negative amount.
+  auto kth_dense = [&] {
+    tmp.clear();
+    double floor = 0;
+    for (size_t d = 0; d < n; ++d) {
+      if (a[d] <= floor) continue;
+      tmp.push_back(a[d]);
+      if (tmp.size() >= 8 * k + 64) {  // keep the buffer small: retain the best k, raise the floor
+        std::nth_element(tmp.begin(), tmp.begin() + (k - 1), tmp.end(), std::greater<double>());
+        floor = tmp[k - 1];
+        tmp.resize(k);
+      }
+    }
+    if (tmp.size() < k) return 0.0;
+    std::nth_element(tmp.begin(), tmp.begin() + (k - 1), tmp.end(), std::greater<double>());
+    return tmp[k - 1];
+  };
 
+  std::vector<uint32_t> cand;  // after pruning: the documents that may still reach the top k
+  bool pruned = false;
+  int checks = 0;
+  const double k1p1 = params_.k1 + 1;
   for (size_t pos = 0; pos < m; ++pos) {
     const size_t i = order[pos];
     const uint32_t t = q.distinct[i];
-    const uint64_t pb = post_off_[t], pe = post_off_[t + 1];
-    if (!pruning) {
-      for (uint64_t p = pb; p < pe; ++p) {
-        const uint32_t d = post_doc_[p];
-        if (s.stamp[d] != s.epoch) {
-          s.stamp[d] = s.epoch;
-          s.acc[d] = 0.0;
-          cand.push_back(d);
+    if (!pruned) {
+      add_term(i);
+      // MaxScore: once the remaining terms together cannot lift a document outside the current top k to the
+      // k-th score, only the few documents near the top need them. A check costs one pass over the
+      // accumulators, so it is made only while much more than that is left to scan.
+      if (pos + 1 < m && volume[pos] > 2 * n && checks < 4) {
+        ++checks;
+        const double theta = kth_dense() * (1 - kSlack);
+        if (theta > 0 && rest[pos] < theta) {
+          mark.assign(n, 0);
+          for (uint32_t d = 0; d < n; ++d)
+            if (a[d] + rest[pos] >= theta) {
+              cand.push_back(d);
+              mark[d] = 1;
+            }
+          pruned = true;
         }
-        s.acc[d] += mult[i] * post_weight_[p];
-        max_acc = std::max(max_acc, s.acc[d]);
       }
-      // MaxScore: once the remaining terms together cannot lift an untouched document to the current k-th score,
-      // only documents already touched need the remaining terms (only valid when no term subtracts).
-      if (!negative && cand.size() >= k && rest[pos] < max_acc * (1 - kSlack)) {
-        const double theta = KthLargest(cand, s.acc, k, &tmp) * (1 - kSlack);
-        if (rest[pos] < theta) pruning = true;
-      }
+      continue;
+    }
+    const double mu = mult[i];
+    if (dense_row_[t] >= 0) {
+      const float* w = dense_weight_.data() + static_cast<size_t>(dense_row_[t]) * n;
+      for (uint32_t d : cand) a[d] += mu * w[d];
     } else {
-      if (cand.size() * 8 < pe - pb) {
+      // Few candidates: look the term up in each one's forward list; many: one pass over the postings.
+      if (cand.size() * 8 < df_[t]) {
         for (uint32_t d : cand) {
           const uint32_t tf = TermFrequency(d, t);
-          if (tf) s.acc[d] += mult[i] * (tf * k1p1 / (tf + length_norm_[d]));
+          if (tf) a[d] += mu * static_cast<float>(tf * k1p1 / (tf + length_norm_[d]));
         }
       } else {
-        for (uint64_t p = pb; p < pe; ++p) {
-          const uint32_t d = post_doc_[p];
-          if (s.stamp[d] == s.epoch) s.acc[d] += mult[i] * post_weight_[p];
-        }
+        for (uint64_t p = post_off_[t], e = post_off_[t + 1]; p < e; ++p)
+          if (mark[post_doc_[p]]) a[post_doc_[p]] += mu * post_weight_[p];
       }
     }
-    if (pruning && cand.size() > k) {  // drop touched documents that can no longer reach the k-th score
-      const double theta = KthLargest(cand, s.acc, k, &tmp) * (1 - kSlack);
+    if (cand.size() > k) {  // drop candidates that can no longer reach the k-th score
+      tmp.resize(cand.size());
+      for (size_t c = 0; c < cand.size(); ++c) tmp[c] = a[cand[c]];
+      std::nth_element(tmp.begin(), tmp.begin() + (k - 1), tmp.end(), std::greater<double>());
+      const double theta = tmp[k - 1] * (1 - kSlack);
       std::erase_if(cand, [&](uint32_t d) {
-        if (s.acc[d] + rest[pos] >= theta) return false;
-        s.stamp[d] = 0;  // excluded from later posting scans
+        if (a[d] + rest[pos] >= theta) return false;
+        mark[d] = 0;
         return true;
       });
     }
   }
 
   // Candidates for exact rescoring: documents whose approximate score is within the error margin of the k-th.
-  const double margin = negative ? kSlack * total_bound + 1e-300 : 0.0;
-  std::erase_if(cand, [&](uint32_t d) { return s.acc[d] <= -margin || (!negative && s.acc[d] <= 0); });
-  if (cand.size() > k) {
-    const double kth = KthLargest(cand, s.acc, k, &tmp);
-    const double cut = negative ? kth - 2 * margin : kth * (1 - kSlack);
-    std::erase_if(cand, [&](uint32_t d) { return s.acc[d] < cut; });
+  if (!pruned) {
+    const double theta = kth_dense() * (1 - kSlack);
+    for (uint32_t d = 0; d < n; ++d)
+      if (a[d] > 0 && a[d] >= theta) cand.push_back(d);
+  } else {
+    std::erase_if(cand, [&](uint32_t d) { return a[d] <= 0; });
+    if (cand.size() > k) {
+      tmp.resize(cand.size());
+      for (size_t c = 0; c < cand.size(); ++c) tmp[c] = a[cand[c]];
+      std::nth_element(tmp.begin(), tmp.begin() + (k - 1), tmp.end(), std::greater<double>());
+      const double theta = tmp[k - 1] * (1 - kSlack);
+      std::erase_if(cand, [&](uint32_t d) { return a[d] < theta; });
+    }
   }
   result.reserve(cand.size());
   for (uint32_t d : cand) {

@@ -7,9 +7,13 @@
 // query order, of idf(t) * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * dl / avgdl)).
 //
 // TopK ranks by score descending, ties by document index (a stable sort), and keeps only scores > 0. Internally
-// it accumulates approximate per-term sums (float weights, one pass per distinct term, MaxScore skipping of terms
-// that cannot change the top k), then rescores the few surviving candidates exactly in query order; the margin
-// that decides survival is larger than the approximation error, so the result equals the exhaustive ranking.
+// it accumulates approximate sums (float weights, double accumulators, one pass per distinct query term, terms
+// with the largest possible contribution first), stops scanning whole postings once the terms left cannot lift
+// an unseen document into the top k (MaxScore), then rescores the few surviving candidates exactly in query
+// order; the margin that decides survival is larger than the approximation error, so the result equals the
+// exhaustive ranking. Terms present in at least a quarter of the documents are stored as dense rows (one float
+// per document) rather than postings: no larger than postings at half the documents, and summed without
+// indirection. When some idf is negative (tiny libraries) TopK ranks the exact scores of every document.
 //
 // An index is immutable after Build; const methods are safe to call from several threads.
 #pragma once
@@ -64,6 +68,7 @@ class Bm25Index {
   QueryTerms Resolve(std::string_view query) const;
   uint32_t TermFrequency(uint32_t doc, uint32_t term) const;
   double ExactScore(const QueryTerms& q, uint32_t doc) const;
+  std::vector<ScoredDoc> ExhaustiveTopK(const QueryTerms& q, size_t k) const;
 
   struct Hash {
     using is_transparent = void;
@@ -76,10 +81,15 @@ class Bm25Index {
   std::vector<uint32_t> doc_len_;
   std::vector<double> length_norm_;    // per doc: k1 * (1 - b + b * dl / avgdl), rank_bm25's operation order
   double avgdl_ = 0, average_idf_ = 0;
-  // Postings (CSR by term): documents ascending, weight = tf * (k1 + 1) / (tf + length_norm) as float.
+  // Postings (CSR by term; empty for terms with a dense row): documents ascending, weight = tf * (k1 + 1) /
+  // (tf + length_norm) as float.
   std::vector<uint64_t> post_off_;
   std::vector<uint32_t> post_doc_;
   std::vector<float> post_weight_;
+  // Dense rows of frequent terms: dense_row_[t] = row index or -1; row r is dense_weight_[r*N, (r+1)*N).
+  std::vector<int32_t> dense_row_;
+  std::vector<uint32_t> df_;           // per term: documents containing it
+  std::vector<float> dense_weight_;
   // Forward index (CSR by document): term ids ascending with their tf, for exact rescoring.
   std::vector<uint64_t> fwd_off_;
   std::vector<uint32_t> fwd_term_;
