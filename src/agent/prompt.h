@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/status.h"
@@ -39,8 +40,10 @@ std::string RenderFirstTurn(const PromptTemplates& t, const std::string& ref_cod
 std::string RenderRefinement(const PromptTemplates& t, const std::string& feedback);
 
 // Hook that may rewrite a task's first-turn prompt before it is sent (e.g. skill injection). Arguments: the
-// task id, its reference code and the rendered prompt; returns the prompt to send.
-using FirstTurnRewriter =
-    std::function<std::string(const std::string& task_id, const std::string& ref_code, const std::string& prompt)>;
+// task id, its reference code, the sample index (-1 when no trajectory is run, e.g. --print-prompt), the rendered
+// prompt, and `note`, an object the hook may fill; a non-empty note is stored in the trajectory record under
+// "first_turn". Returns the prompt to send. Called from many trajectory threads at once.
+using FirstTurnRewriter = std::function<std::string(const std::string& task_id, const std::string& ref_code,
+                                                    int sample, const std::string& prompt, nlohmann::json* note)>;
 
 }  // namespace kgym::agent

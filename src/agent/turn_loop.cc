@@ -88,7 +88,8 @@ std::vector<size_t> SelectContextTurns(const std::vector<double>& metrics, size_
   return out;
 }
 
-std::string FirstPrompt(const Task& task, const TurnLoopConfig& cfg, const TurnLoopDeps& deps) {
+std::string FirstPrompt(const Task& task, const TurnLoopConfig& cfg, const TurnLoopDeps& deps, int sample,
+                        nlohmann::json* note) {
   std::string prompt;
   if (cfg.use_dataset_prompt && task.prompt.is_array() && !task.prompt.empty()) {
     // Dr.Kernel's datasets store a single user message.
@@ -99,7 +100,10 @@ std::string FirstPrompt(const Task& task, const TurnLoopConfig& cfg, const TurnL
       }
   }
   if (prompt.empty()) prompt = RenderFirstTurn(*deps.templates, task.reference_code);
-  if (deps.first_turn_rewriter) prompt = deps.first_turn_rewriter(task.id, task.reference_code, prompt);
+  if (deps.first_turn_rewriter) {
+    nlohmann::json scratch = nlohmann::json::object();
+    prompt = deps.first_turn_rewriter(task.id, task.reference_code, sample, prompt, note ? note : &scratch);
+  }
   return prompt;
 }
 
@@ -147,7 +151,9 @@ nlohmann::json RunTrajectory(const Task& task, int sample, const TurnLoopConfig&
   rec["model"] = cfg.model;
   rec["started_at"] = NowIso();
 
-  const std::string first = FirstPrompt(task, cfg, deps);
+  nlohmann::json first_note = nlohmann::json::object();
+  const std::string first = FirstPrompt(task, cfg, deps, sample, &first_note);
+  if (first_note.is_object() && !first_note.empty()) rec["first_turn"] = first_note;
   std::vector<ChatMessage> context = {{"user", first}};
   nlohmann::json messages = nlohmann::json::array({{{"role", "user"}, {"content", first}}});
   nlohmann::json turns = nlohmann::json::array();

@@ -68,8 +68,10 @@ int TotalTurns(const TurnLoopConfig& cfg);
 // the last `keep` turns, "best" = the contiguous window of `keep` turns with the largest sum (earliest on ties).
 std::vector<size_t> SelectContextTurns(const std::vector<double>& metrics, size_t keep, const std::string& method);
 
-// The first user message for `task` (stored prompt or template, then the rewriter).
-std::string FirstPrompt(const Task& task, const TurnLoopConfig& cfg, const TurnLoopDeps& deps);
+// The first user message for `task` (stored prompt or template, then the rewriter called with `sample` and
+// `note`; a null note is allowed).
+std::string FirstPrompt(const Task& task, const TurnLoopConfig& cfg, const TurnLoopDeps& deps, int sample = -1,
+                        nlohmann::json* note = nullptr);
 
 // Whether `code` passes Dr.Kernel's client preflight; `why` names what is missing.
 bool Preflight(const std::string& reference_code, const std::string& code, const std::string& entry_point,

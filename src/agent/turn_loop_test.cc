@@ -114,13 +114,16 @@ TEST(TurnLoopTest, ThreeTurnsWithMalformedFirstResponse) {
 TEST(TurnLoopTest, StoredPromptAndRewriterHook) {
   Fixture f([](int, const nlohmann::json&) { return ScriptedReply{200, ChatBody(Kernel("FAST"))}; });
   f.task.prompt = nlohmann::json::array({{{"role", "user"}, {"content", "stored prompt"}}});
-  f.deps.first_turn_rewriter = [](const std::string& id, const std::string&, const std::string& p) {
+  f.deps.first_turn_rewriter = [](const std::string& id, const std::string&, int sample, const std::string& p,
+                                  nlohmann::json* note) {
+    (*note)["scheme"] = sample;
     return p + " [skills for " + id + "]";
   };
   TurnLoopConfig cfg;
   cfg.turns = 1;
-  RunTrajectory(f.task, 0, cfg, f.deps);
+  nlohmann::json rec = RunTrajectory(f.task, 2, cfg, f.deps);
   EXPECT_EQ(f.srv.requests().at(0)["messages"][0]["content"], "stored prompt [skills for level1/1_Add]");
+  EXPECT_EQ(rec["first_turn"]["scheme"], 2);
 }
 
 TEST(TurnLoopTest, SelectContextTurns) {

@@ -8,12 +8,18 @@
 #include "agent/agent_runner.h"
 #include "agent/reward_bridge.h"
 #include "cli/command_registry.h"
+#include "skills/skill_selector.h"
+#include "skills/snapshot_store.h"
 
 namespace {
 
 struct AgentArgs {
   std::string tasks, base_url, model, out, server, api_key_env = "OPENAI_API_KEY", reward = "calculate_reward_speedup";
-  std::string keep_method = "best", device = "cpu", size, reference_backend, templates, run_id;
+  std::string keep_method = "best", device = "cpu", size, reference_backend, templates, run_id, skills;
+  int skill_selections = 3, skill_max_tokens = 1024;
+  int64_t skill_step = -1;
+  double skill_temperature = 1.0;
+  bool skill_greedy = false, skill_no_null = false;
   int turns = 3, samples = 8, iterations = 1, keep_turns = 4, max_tokens = 8192, seed = -1, retries = 4;
   int concurrency = 16, llm_concurrency = 8, eval_concurrency = 4, num_correct_trials = 5, num_perf_trials = 10;
   int limit = 0;
@@ -109,6 +115,39 @@ int RunAgentCommand(const AgentArgs& a) {
   loop.eval.unsafe_no_sandbox = a.unsafe_no_sandbox;
   loop.feedback.max_chars = a.feedback_max_chars;
 
+  // Skill selection (daVinci): k selection calls per task, scheme = sample % (k + 1), the last one null.
+  std::unique_ptr<kgym::skills::SkillSelector> selector;
+  nlohmann::json skills_config = nullptr;
+  if (!a.skills.empty()) {
+    kgym::skills::LoadedSnapshot snap;
+    s = kgym::skills::LoadSnapshot(a.skills, a.skill_step, &snap);
+    if (!s.ok()) {
+      std::fprintf(stderr, "kgym agent: --skills: %s\n", s.ToString().c_str());
+      return 2;
+    }
+    kgym::skills::SkillSelectorOptions so;
+    so.selections = a.skill_greedy ? 1 : a.skill_selections;
+    so.null_scheme = !(a.skill_greedy || a.skill_no_null);
+    so.sampling.temperature = a.skill_greedy ? 0.0 : a.skill_temperature;
+    so.sampling.max_tokens = a.skill_max_tokens;
+    so.sampling.seed = a.seed;
+    so.library_step = snap.step;
+    if (so.selections < 1) {
+      std::fprintf(stderr, "kgym agent: --skill-selections must be >= 1\n");
+      return 2;
+    }
+    const size_t n_skills = snap.skills.size();
+    auto lib = std::make_shared<const kgym::skills::SkillLibrary>(std::move(snap.skills));
+    selector = std::make_unique<kgym::skills::SkillSelector>(lib, &llm, so);
+    deps.first_turn_rewriter = selector->AsRewriter();
+    skills_config = {{"library", a.skills}, {"step", so.library_step}, {"skills", n_skills},
+                     {"selections", so.selections}, {"null_scheme", so.null_scheme},
+                     {"schemes", selector->num_schemes()}, {"temperature", so.sampling.temperature}};
+    if (a.samples % selector->num_schemes() != 0)
+      std::fprintf(stderr, "kgym agent: warning: --samples %d is not a multiple of the %d skill schemes\n", a.samples,
+                   selector->num_schemes());
+  }
+
   deps.llm = &llm;
   deps.eval = eval.get();
   deps.reward = reward;
@@ -125,7 +164,7 @@ int RunAgentCommand(const AgentArgs& a) {
   opt.config_extra = {{"tasks", a.tasks},           {"base_url", a.base_url},   {"server", a.server},
                       {"reward", a.reward}, {"reward_coverage", a.reward_coverage},         {"device", a.device},       {"size", a.size},
                       {"num_perf_trials", a.num_perf_trials}, {"num_correct_trials", a.num_correct_trials},
-                      {"evaluator", eval->Describe()}};
+                      {"evaluator", eval->Describe()}, {"skills", skills_config}};
   AgentRunSummary sum;
   s = RunAgent(tasks, opt, deps, &sum);
   std::fprintf(stderr, "kgym agent: %d trajectories (%d already done, %d run, %d failed) -> %s\n", sum.total,
@@ -183,6 +222,16 @@ KGYM_REGISTER_COMMAND(
       sub->add_option("--run-id", a->run_id, "prefix of evaluation task ids (default: the --out name)");
       sub->add_flag("--no-progress", a->no_progress, "no progress line on stderr");
       sub->add_flag("--print-prompt", a->print_prompt, "print each task's first-turn prompt and exit");
+      sub->add_option("--skills", a->skills,
+                      "skill library directory: select skills per task and inject them (sample i runs scheme "
+                      "i % (k+1); scheme k is the null scheme)");
+      sub->add_option("--skill-step", a->skill_step, "use the newest snapshot with step <= N (default newest)");
+      sub->add_option("--skill-selections", a->skill_selections, "k: selection calls per task")->capture_default_str();
+      sub->add_option("--skill-temperature", a->skill_temperature, "selection sampling temperature")->capture_default_str();
+      sub->add_option("--skill-max-tokens", a->skill_max_tokens, "selection call budget")->capture_default_str();
+      sub->add_flag("--skill-greedy", a->skill_greedy,
+                    "evaluation mode: one greedy selection per task, every sample injected, no null scheme");
+      sub->add_flag("--skill-no-null", a->skill_no_null, "no null scheme: sample i runs selection i % k");
       return [a] { return RunAgentCommand(*a); };
     });
 

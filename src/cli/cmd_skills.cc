@@ -4,12 +4,16 @@
 //                                  rejects the whole file with its line and field named, and nothing changes
 //   list --library DIR [--step N] [--json]
 //   search --library DIR --query TEXT [--top 20] [--step N] [--json]   BM25 (rank_bm25's BM25Okapi) ranking
+//   evolve RUN_DIR --library DIR --base-url URL --model NAME --server URL   one summary + verification round over
+//                                  an agent run, written as the next snapshot (src/skills/evolve.h)
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <cstdlib>
 #include <set>
 
 #include "cli/command_registry.h"
+#include "skills/evolve.h"
 #include "skills/skill_library.h"
 #include "skills/snapshot_store.h"
 
@@ -98,7 +102,74 @@ int RunSearch(const std::string& dir, int64_t step, const std::string& query, si
   return 0;
 }
 
-KGYM_REGISTER_COMMAND("skills", "manage and search a skill library (add, list, search)",
+struct EvolveArgs {
+  std::string run_dir, base_url, model, server, tasks, api_key_env = "OPENAI_API_KEY", device = "cpu", size;
+  int summaries = 8, concurrency = 8, retries = 4, num_correct_trials = 5, num_perf_trials = 100;
+  int summary_max_tokens = 2048, verify_max_tokens = 8192, seed = -1;
+  double summary_temperature = 1.0, trigger_improve = 1.2, trigger_absolute = 1.2, verify_absolute = 1.2;
+  double verify_vs_turn1 = 1.2, near_duplicate = 0.6, timeout = 600, eval_timeout = 600, usage_success = 1.0;
+  bool second_task = false, force = false, json = false;
+};
+
+int RunEvolveCommand(const std::string& dir, int64_t step, const EvolveArgs& a) {
+  namespace agent = kgym::agent;
+  agent::ChatClientOptions co;
+  co.base_url = a.base_url;
+  co.model = a.model;
+  if (const char* key = std::getenv(a.api_key_env.c_str())) co.api_key = key;
+  co.timeout_s = a.timeout;
+  co.max_retries = a.retries;
+  agent::ChatClient llm(co);
+  agent::HttpGymOptions go;
+  go.base_url = a.server;
+  go.max_retries = a.retries;
+  auto gym = agent::MakeHttpGymBackend(go);
+
+  EvolveOptions o;
+  o.run_dir = a.run_dir;
+  o.library_dir = dir;
+  o.tasks_path = a.tasks;
+  o.step = step;
+  o.summaries_per_task = a.summaries;
+  o.summary_sampling.temperature = a.summary_temperature;
+  o.summary_sampling.max_tokens = a.summary_max_tokens;
+  o.summary_sampling.seed = a.seed;
+  o.verify_sampling.max_tokens = a.verify_max_tokens;
+  o.verify_sampling.seed = a.seed;
+  o.trigger.improve_over_turn1 = a.trigger_improve;
+  o.trigger.min_absolute = a.trigger_absolute;
+  o.verify.min_absolute = a.verify_absolute;
+  o.verify.min_vs_turn1 = a.verify_vs_turn1;
+  o.verify.require_second_task = a.second_task;
+  o.flush.near_duplicate_threshold = a.near_duplicate;
+  o.usage_success_speedup = a.usage_success;
+  o.concurrency = a.concurrency;
+  o.force = a.force;
+  o.eval.device = a.device;
+  o.eval.size = a.size;
+  o.eval.num_correct_trials = a.num_correct_trials;
+  o.eval.num_perf_trials = a.num_perf_trials;
+  o.eval.timeout_s = a.eval_timeout;
+  nlohmann::json report;
+  kgym::Status st = RunEvolve(o, llm, gym.get(), &report);
+  if (!st.ok()) return Fail("evolve: " + st.message());
+  if (a.json) {
+    std::cout << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+  size_t admitted = 0;
+  for (const auto& c : report["candidates"]) admitted += c.value("admitted", false) ? 1 : 0;
+  std::printf("%zu trajectories, %zu triggered task(s), %zu candidate skill(s), %zu verified, %zu added -> %s "
+              "(%zu skills)\n",
+              report.value("trajectories", size_t{0}), report["cases"].size(), report["candidates"].size(), admitted,
+              report["added"].size(), report.value("snapshot", "").c_str(), report.value("skills", size_t{0}));
+  for (const auto& n : report["added"]) std::printf("  + %s\n", n.get<std::string>().c_str());
+  for (const auto& d : report["near_duplicates"]) std::printf("  ~ %s (near-duplicate, dropped)\n", d.get<std::string>().c_str());
+  std::printf("report: %s/evolve.json\n", a.run_dir.c_str());
+  return 0;
+}
+
+KGYM_REGISTER_COMMAND("skills", "manage, search and evolve a skill library (add, list, search, evolve)",
                       [](CLI::App* sub) -> kgym::cli::CommandRunner {
   struct Opts {
     std::string dir, file, query;
@@ -121,7 +192,45 @@ KGYM_REGISTER_COMMAND("skills", "manage and search a skill library (add, list, s
   search->add_option("--top", o->top, "number of results (default 20)");
   search->add_option("--step", o->step, "newest snapshot with step <= N");
   search->add_flag("--json", o->json, "print a JSON array of {\"name\", \"score\"} in rank order");
+  auto e = std::make_shared<EvolveArgs>();
+  CLI::App* evolve = sub->add_subcommand(
+      "evolve", "summarise an agent run's best trajectories into skills, verify them on the gym, write the next "
+                "snapshot");
+  evolve->add_option("run_dir", e->run_dir, "agent run directory (kgym agent --out)")->required();
+  evolve->add_option("--library", o->dir, "library directory")->required();
+  evolve->add_option("--base-url", e->base_url, "OpenAI-compatible base URL")->required();
+  evolve->add_option("--model", e->model, "model name sent to the endpoint")->required();
+  evolve->add_option("--server", e->server, "KernelGYM-compatible gym URL for verification")->required();
+  evolve->add_option("--step", o->step, "extend the newest snapshot with step <= N (default newest)");
+  evolve->add_option("--tasks", e->tasks, "task set (default: the run's config.json)");
+  evolve->add_option("--summaries", e->summaries, "summary samples per triggered task")->capture_default_str();
+  evolve->add_option("--summary-temperature", e->summary_temperature)->capture_default_str();
+  evolve->add_option("--summary-max-tokens", e->summary_max_tokens)->capture_default_str();
+  evolve->add_option("--verify-max-tokens", e->verify_max_tokens, "greedy turn-1 budget")->capture_default_str();
+  evolve->add_option("--trigger-improve", e->trigger_improve, "best >= turn 1 x this")->capture_default_str();
+  evolve->add_option("--trigger-absolute", e->trigger_absolute, "best >= this")->capture_default_str();
+  evolve->add_option("--verify-absolute", e->verify_absolute, "verified speedup >= this")->capture_default_str();
+  evolve->add_option("--verify-vs-turn1", e->verify_vs_turn1, "verified speedup >= turn 1 x this")->capture_default_str();
+  evolve->add_flag("--second-task", e->second_task, "also require a pass on another task of the run");
+  evolve->add_option("--near-duplicate", e->near_duplicate,
+                     "drop a new skill whose BM25 similarity to an existing one reaches this (0 = names only)")
+      ->capture_default_str();
+  evolve->add_option("--usage-success", e->usage_success, "a use succeeds when some turn reaches this speedup")
+      ->capture_default_str();
+  evolve->add_option("--device", e->device, "evaluation device")->capture_default_str();
+  evolve->add_option("--size", e->size, "task size passed to the tasks");
+  evolve->add_option("--num-correct-trials", e->num_correct_trials)->capture_default_str();
+  evolve->add_option("--num-perf-trials", e->num_perf_trials)->capture_default_str();
+  evolve->add_option("--eval-timeout", e->eval_timeout, "per evaluation timeout, seconds")->capture_default_str();
+  evolve->add_option("--timeout", e->timeout, "per LLM request timeout, seconds")->capture_default_str();
+  evolve->add_option("--retries", e->retries)->capture_default_str();
+  evolve->add_option("--concurrency", e->concurrency, "LLM calls / evaluations in flight")->capture_default_str();
+  evolve->add_option("--seed", e->seed, "base sampling seed (not sent when < 0)");
+  evolve->add_option("--api-key-env", e->api_key_env)->capture_default_str();
+  evolve->add_flag("--force", e->force, "evolve again from a run that already has evolve.json");
+  evolve->add_flag("--json", e->json, "print the whole report as JSON");
   return [=] {
+    if (evolve->parsed()) return RunEvolveCommand(o->dir, o->step, *e);
     if (add->parsed()) return RunAdd(o->dir, o->file);
     if (list->parsed()) return RunList(o->dir, o->step, o->json);
     if (search->parsed()) return RunSearch(o->dir, o->step, o->query, o->top, o->json);

@@ -188,7 +188,7 @@ ParsedSummary ParseSummaryResponse(const std::string& llm_text, const SummaryOpt
       continue;
     }
     if (IsLazySkill(s)) {
-      out.rejected.push_back(where + ": lazy skill (avoids writing a kernel)");
+      out.rejected.push_back(where + " '" + s.name + "': lazy skill (avoids writing a kernel)");
       continue;
     }
     out.skills.push_back(std::move(s));
