@@ -171,6 +171,12 @@ TEST(Bm25Index, PruningKeepsExactTopKOnLargerCorpus) {
     std::string q = RandomText(rng, 5 + static_cast<int>(rng() % 300), 3000);
     ExpectSameRanking(ix, ref, q, {1, 5, 20});
   }
+  // Short queries mixing terms stored as dense rows (w0..w2 are in most documents) with rare ones: the shape for
+  // which the scan stops early and only candidates get the remaining terms.
+  for (const char* q : {"w0 w1 w2 w1777 w2890", "w2 w2 w0 w1500 w2999 w2998 w1", "w2900 w0", "w0 w1 w2",
+                        "w2900 w2900 w2900 w2950 w2950 w2950 w30 w40 w50 w60 w0 w1",
+                        "w1999 w1999 w1999 w1999 w25 w35 w45 w0 w1 w2 w3"})
+    ExpectSameRanking(ix, ref, q, {1, 5, 20});
 }
 
 }  // namespace

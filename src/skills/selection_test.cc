@@ -71,6 +71,23 @@ TEST(Selection, ParseKeepsOnlyLibraryNamesOnce) {
                              "</tool_call>", lib).empty());
 }
 
+TEST(Selection, ParseSkipsMalformedItems) {
+  const SkillLibrary lib = Library(3);
+  // Items without a string name are ignored; a bare string item is read as a name; names must match exactly.
+  const std::string text =
+      "<tool_call>{\"name\": \"select_skills\", \"arguments\": {\"selected_skills\": [{\"reason\": \"no name\"}, "
+      "{\"name\": 5}, \"skill_0\", {\"name\": \"skill_1\"}, {\"name\": \" skill_2\"}]}}</tool_call>";
+  EXPECT_EQ(ParseSelection(text, lib), (std::vector<std::string>{"skill_0", "skill_1"}));
+  EXPECT_TRUE(ParseSelection("<tool_call><function=select_skills><parameter=selected_skills>[{'name': 'skill_0',"
+                             "</parameter></function></tool_call>",
+                             lib)
+                  .empty());
+  EXPECT_TRUE(ParseSelection("<tool_call>{\"name\": \"update_skill_library\", \"arguments\": {\"selected_skills\": "
+                             "[{\"name\": \"skill_0\"}]}}</tool_call>",
+                             lib)
+                  .empty());  // only a select_skills call counts
+}
+
 TEST(Selection, InjectionGoesBeforeLastSentinel) {
   nlohmann::json m = {{{"role", "user"}, {"content", kPrompt}}};
   auto out = InjectSkills(m, "SKILLS");

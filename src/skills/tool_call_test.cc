@@ -50,6 +50,36 @@ TEST(ToolCall, MalformedTextGivesNoCall) {
   EXPECT_FALSE(FindToolCall("<tool_call>{\"name\": \"other\", \"arguments\": {}}</tool_call>", "select_skills"));
 }
 
+TEST(ToolCall, TruncatedAndPartialCalls) {
+  // A generation cut off after its arguments but before the closing tags still counts (the arguments are whole);
+  // one cut off inside a parameter or inside the JSON loses that parameter or the call.
+  auto cut = FindToolCall("<tool_call>\n<function=select_skills>\n<parameter=think>\nx\n</parameter>\n",
+                          "select_skills");
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->arguments["think"], "x");
+  cut = FindToolCall("<tool_call>\n<function=select_skills>\n<parameter=think>\nx\n</parameter>\n"
+                     "<parameter=selected_skills>\n[{\"name\": \"a\"}",
+                     "select_skills");
+  ASSERT_TRUE(cut);
+  EXPECT_FALSE(cut->arguments.contains("selected_skills"));
+  EXPECT_TRUE(FindToolCall("<tool_call>{\"name\": \"select_skills\", \"arguments\": {}}", "select_skills"));
+  EXPECT_FALSE(FindToolCall("<tool_call>{\"name\": \"select_skills\", \"arguments\": {\"th", "select_skills"));
+  // A parameter whose value is neither JSON nor a Python literal is kept as the raw string.
+  auto call = FindToolCall(
+      "<tool_call><function=select_skills><parameter=selected_skills>[{'name': 'a',</parameter></function>"
+      "</tool_call>",
+      "select_skills");
+  ASSERT_TRUE(call);
+  EXPECT_EQ(call->arguments["selected_skills"], "[{'name': 'a',");
+  // Several calls in one reply: the one asked for is found after another.
+  call = FindToolCall(
+      "<tool_call>{\"name\": \"other\", \"arguments\": {}}</tool_call>\n<tool_call>{\"name\": \"select_skills\", "
+      "\"arguments\": {\"think\": \"t\"}}</tool_call>",
+      "select_skills");
+  ASSERT_TRUE(call);
+  EXPECT_EQ(call->arguments["think"], "t");
+}
+
 TEST(ToolCall, PythonLiterals) {
   auto v = ParsePythonLiteral("{'a': (1, 2.5, -3e2), 'b': None, 'c': 'x' 'y', \"d\": '''multi\nline'''}");
   ASSERT_TRUE(v);

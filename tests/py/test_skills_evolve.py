@@ -229,3 +229,84 @@ def test_second_task_requirement_rejects_a_task_local_skill(world):
     names = [s["name"] for s in json.loads(run("skills", "list", "--library", lib2, "--json").stdout)]
     assert names == ["tile_matmul", "warp_reduce", "online_softmax"]
     assert sorted(os.listdir(lib2)) == ["global_step_0.jsonl", "global_step_1.jsonl"]
+
+
+# --------------------------------------------------------------------------- the same round on a real CPU gym
+# `kgym serve --gpus none` evaluates for real (pristine reference process, sandboxed candidate, CPU timing). The
+# reference sleeps 20 ms per call; a candidate that keeps the sleep runs at ~1x, one that drops it at >> 1.2x, so
+# the trigger and verification rules see real measurements with a wide margin on either side.
+CPU_REF = """# TASK=Alpha
+import time
+import torch
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x):
+        time.sleep(0.02)
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(32, 32)]
+def get_init_inputs():
+    return []
+"""
+
+
+def cpu_kernel(slow):
+    body = "        time.sleep(0.02)\n" if slow else ""
+    return ("Kernel:\n```python\nimport time\nimport torch\nclass ModelNew(torch.nn.Module):\n"
+            "    def __init__(self):\n        super().__init__()\n    def forward(self, x):\n"
+            f"{body}        return torch.clamp(x, min=0.0)\n```\n")
+
+
+class CpuScript(Script):
+    def __call__(self, task, sample, turn, attempt, body):
+        if "select_skills" in tool_names(body) or "update_skill_library" in tool_names(body):
+            return super().__call__(task, sample, turn, attempt, body)
+        first = body["messages"][0]["content"]
+        if body.get("temperature") == 0:
+            self.kinds.append(("verify", "Alpha", first))
+            return Reply(content=cpu_kernel(slow="name: Fuse Epilogue Into Matmul" not in first))
+        self.kinds.append(("policy", "Alpha", sample, turn))
+        return Reply(content=cpu_kernel(slow=not (sample == 0 and turn == 2)))
+
+
+def test_evolve_round_on_cpu_gym(tmp_path):
+    from server_util import Server
+
+    tasks = tmp_path / "tasks"
+    (tasks / "level1").mkdir(parents=True)
+    (tasks / "level1" / "1_Alpha.py").write_text(CPU_REF)
+    lib = str(tmp_path / "lib")
+    run("skills", "add", "--library", lib, write_jsonl(tmp_path / "seed.jsonl", LIBRARY))
+    gym = Server(tmp_path, "--gpus", "none", "--cpu-slots", "2")
+    llm = FakeOpenAI(CpuScript())
+    try:
+        probe = gym.post("/evaluate", {"task_id": "probe", "reference_code": CPU_REF, "kernel_code":
+                                       cpu_kernel(False).split("```python\n")[1].split("```")[0],
+                                       "backend": "triton", "num_correct_trials": 1, "num_perf_trials": 2,
+                                       "timeout": 120, "entry_point": "Model"}, timeout=300).json()
+        if probe.get("error_code") == "SYSTEM_ERROR":
+            pytest.skip("evaluator infrastructure unavailable here: " + str(probe.get("error_message")))
+        trials = ["--num-correct-trials", "2", "--num-perf-trials", "5"]
+        out = str(tmp_path / "run")
+        run("agent", "--tasks", str(tasks), "--base-url", llm.base_url, "--model", "fake", "--server", gym.url,
+            "--out", out, "--turns", "2", "--samples", "4", "--seed", "0", "--timeout", "30", "--retries", "1",
+            "--no-progress", "--skills", lib, *trials)
+        recs = [json.loads(line) for line in open(os.path.join(out, "trajectories.jsonl"))]
+        s0 = next(r for r in recs if r["sample"] == 0)
+        t1, t2 = (t["result"] for t in s0["turns"])
+        assert t1["correctness"] and t2["correctness"], (t1, t2)
+        assert 0.5 < t1["speedup"] < 1.15 and t2["speedup"] > 3, (t1["speedup"], t2["speedup"])
+        run("skills", "evolve", out, "--library", lib, "--base-url", llm.base_url, "--model", "fake",
+            "--server", gym.url, "--summaries", "2", "--seed", "0", "--timeout", "30", *trials)
+        rep = json.load(open(os.path.join(out, "evolve.json")))
+        by_name = {c["name"]: c for c in rep["candidates"]}
+        good, weak = by_name["Fuse Epilogue Into Matmul"], by_name["weak_hint"]
+        assert good["admitted"] and good["verify_speedup"] > 3, good
+        assert not weak["admitted"] and weak["runs"][0]["correct"] and weak["runs"][0]["speedup"] < 1.2, weak
+        skills = json.loads(run("skills", "list", "--library", lib, "--json").stdout)
+        assert skills[-1]["name"] == "fuse_epilogue_into_matmul"
+        assert skills[-1]["verify_speedup"] == good["verify_speedup"]
+    finally:
+        llm.close()
+        gym.kill()
