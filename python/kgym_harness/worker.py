@@ -26,6 +26,8 @@ _perf_ns = time.perf_counter_ns
 _no_grad = torch.no_grad
 _equal = torch.equal
 _Tensor = torch.Tensor
+_Parameter = torch.nn.Parameter
+_current_frames = sys._current_frames
 _cuda_sync = torch.cuda.synchronize
 _manual_seed = torch.manual_seed
 _traceback_format = traceback.format_exception
@@ -226,6 +228,7 @@ class Runner:
         self.cls = cls
         self.base_threads = _os_threads()
         self.base_py_threads = set(threading.enumerate())
+        self.base_py_idents = set(_current_frames())
 
     def build(self, init_args, seed, train_mode):
         kind = "runtime_error" if self.role == "candidate" else "invalid"
@@ -271,7 +274,7 @@ class Runner:
         in_spans = [s for s in (_storage_span(a) for a in args if isinstance(a, _Tensor)) if s]
         for i, o in enumerate(outs):
             if isinstance(o, _Tensor):
-                if type(o) is not _Tensor and not (type(o).__name__ == "Parameter"):
+                if type(o) is not _Tensor and type(o) is not _Parameter:
                     evid.append(("lazy tensor / subclass", "output %d is a %s, not a torch.Tensor" %
                                  (i, type(o).__name__)))
                     continue
@@ -294,9 +297,16 @@ class Runner:
             evid.append(("precision downgrade", "global backend flags changed: " +
                          ", ".join("%s %s->%s" % (k, self.base_flags.get(k), flags[k]) for k in changed)))
         new_py = [t for t in threading.enumerate() if t not in self.base_py_threads and t.is_alive()]
+        # Threads started with the low-level _thread module are not in threading.enumerate(), and their OS name is
+        # the interpreter's, but every thread running Python code has a frame here.
+        listed = {t.ident for t in threading.enumerate()}
+        raw_py = [i for i in _current_frames() if i not in self.base_py_idents and i not in listed]
         if new_py:
             evid.append(("thread injection", "%d thread(s) still running after forward returned: %s" %
                          (len(new_py), ", ".join(t.name for t in new_py[:4]))))
+        elif raw_py:
+            evid.append(("thread injection", "%d thread(s) started with _thread still running after forward "
+                         "returned" % len(raw_py)))
         else:
             now = _os_threads()
             extra = [c for t, c in now.items() if t not in self.base_threads

@@ -204,13 +204,19 @@ nlohmann::json EvaluatorImpl::Policy(const EvalRequest& req, const std::string& 
   return BuildPolicy(in);
 }
 
-// Runs `n_warmup` + `n` calls on a worker that holds `pool_size` input sets. The supervisor's receive times of
-// the worker's "start" and "done" frames bracket each call: that interval is the trusted sample. A random
-// subset of calls is fetched and handed to `verify` (which returns false to stop).
-Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, double flush_mb, uint64_t seed,
-                  const Deadline& dl, const std::function<bool(int call, int set, const Frame&)>& verify,
+// Timing-pool sets kept out of the rotation: each is used for one timed call only (see TimedCalls).
+constexpr int kFreshSets = 3;
+int FreshSets(int pool) { return pool >= kFreshSets + 2 ? kFreshSets : 0; }
+
+// Runs `n_warmup` + `n` calls on a worker that holds `pool_size` + `fresh_sets` input sets. The supervisor's
+// receive times of the worker's "start" and "done" frames bracket each call: that interval is the trusted sample.
+// A random subset of calls is fetched and handed to `verify` (which returns false to stop). The sets from
+// `pool_size` on are used once each, at random places among the timed calls, and always verified; their times go
+// to `fresh_ms`, not `trusted`: a cache keyed on the inputs' content hits on every other call and misses on these.
+Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fresh_sets, double flush_mb,
+                  uint64_t seed, const Deadline& dl, const std::function<bool(int call, int set, const Frame&)>& verify,
                   std::vector<double>* trusted, std::vector<double>* self_ms, std::vector<double>* event_ms,
-                  std::vector<double>* first_seen, std::vector<double>* repeated) {
+                  std::vector<double>* fresh_ms) {
   Frame f;
   Status s = w->Send({{"type", "timing"}, {"flush_mb", flush_mb}});
   if (s.ok()) s = w->RecvReply(dl.at, &f);
@@ -220,34 +226,49 @@ Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, double f
   std::vector<bool> fetch(n, false);
   for (int k = 0; k < n_verify; ++k) fetch[rng() % n] = true;
   if (n > 0) fetch[n - 1] = true;
-  n_warmup = std::max(n_warmup, pool_size);  // every set is touched once before timing starts
-  for (int i = -n_warmup; i < n; ++i) {
-    int set = i < 0 ? (i + n_warmup) % pool_size : i % pool_size;
-    s = w->Send({{"type", "call"}, {"call", i}, {"set", set}});
+  std::vector<int> fresh_before(std::max(n, 1), 0);  // fresh calls made just before timed call i
+  for (int k = 0; k < fresh_sets && n > 0; ++k) fresh_before[rng() % n]++;
+  n_warmup = std::max(n_warmup, pool_size);  // every rotation set is touched once before timing starts
+  bool stop = false;
+  auto call = [&](int id, int set, bool check, std::vector<double>* into) -> Status {  // into: null for warmups
+    Status s = w->Send({{"type", "call"}, {"call", id}, {"set", set}});
     Frame start, done;
     if (s.ok()) s = w->RecvReply(dl.at, &start);
     if (s.ok()) s = w->RecvReply(dl.at, &done);
     if (!s.ok()) return s;
-    if (start.header.value("type", "") == "error") {
-      f = std::move(start);
-      return Status::InvalidArgument(f.header.dump());
-    }
+    if (start.header.value("type", "") == "error") return Status::InvalidArgument(start.header.dump());
     if (done.header.value("type", "") == "error") return Status::InvalidArgument(done.header.dump());
     if (start.header.value("type", "") != "start" || done.header.value("type", "") != "done")
       return Status::Internal("worker broke the timing protocol");
-    if (i < 0) continue;
-    double ms = duration<double, std::milli>(done.received - start.received).count();
-    trusted->push_back(ms);
-    self_ms->push_back(done.header.value("self_ms", -1.0));
-    if (done.header.contains("event_ms")) event_ms->push_back(done.header["event_ms"].get<double>());
-    if (pool_size < n) (i < pool_size ? first_seen : repeated)->push_back(ms);
-    if (fetch[i]) {
-      s = w->Send({{"type", "fetch"}, {"call", i}, {"set", set}});
+    if (!into) return Status::Ok();
+    into->push_back(duration<double, std::milli>(done.received - start.received).count());
+    if (into == trusted) {
+      self_ms->push_back(done.header.value("self_ms", -1.0));
+      if (done.header.contains("event_ms")) event_ms->push_back(done.header["event_ms"].get<double>());
+    }
+    if (check) {
+      s = w->Send({{"type", "fetch"}, {"call", id}, {"set", set}});
       Frame out;
       if (s.ok()) s = w->RecvReply(dl.at, &out);
       if (!s.ok()) return s;
-      if (!verify(i, set, out)) return Status::Ok();
+      stop = !verify(id, set, out);
     }
+    return Status::Ok();
+  };
+  for (int i = -n_warmup; i < n && !stop; ++i) {
+    if (i < 0) {
+      s = call(i, (i + n_warmup) % pool_size, false, nullptr);
+      if (!s.ok()) return s;
+      continue;
+    }
+    for (int k = 0; k < fresh_before[i] && !stop; ++k) {
+      int j = static_cast<int>(fresh_ms->size());
+      s = call(n + j, pool_size + j, true, fresh_ms);
+      if (!s.ok()) return s;
+    }
+    if (stop) break;
+    s = call(i, i % pool_size, fetch[i], trusted);
+    if (!s.ok()) return s;
   }
   return Status::Ok();
 }
@@ -309,7 +330,7 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
   trials.push_back({{"seed", Mix(base + 99) % (1ull << 31)}, {"variant", "signed"}});
   nlohmann::json pool_seeds = nlohmann::json::array();
   // The pool size is settled once the first trial shows how large one input set is (see below).
-  int pool = req.measure_performance ? std::clamp(req.num_perf_trials, 1, 16) : 0;
+  int pool = req.measure_performance ? std::clamp(req.num_perf_trials, 1, 16) + kFreshSets : 0;
   for (int j = 0; j < pool; ++j) pool_seeds.push_back(Mix(base + 1000 + j) % (1ull << 31));
 
   auto fail = [&](const std::string& kind, const std::string& detail, WorkerSession* w) {
@@ -383,10 +404,10 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
   if (req.measure_performance && pool == 0) return fail("invalid", "the reference produced no timing inputs", w.get());
   if (req.measure_performance) {
     std::lock_guard<std::mutex> timing(TimingLock(req));
-    std::vector<double> trusted, self, ev, first, later;
-    s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials), pool,
+    std::vector<double> trusted, self, ev, fresh;
+    s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials), pool - FreshSets(pool), 0,
                    req.device == "cuda" ? 256 : 0, base + 7, dl, [](int, int, const Frame&) { return true; },
-                   &trusted, &self, &ev, &first, &later);
+                   &trusted, &self, &ev, &fresh);
     if (!s.ok()) {
       if (s.code() == Status::Code::kInvalidArgument) {
         auto h = nlohmann::json::parse(s.message(), nullptr, false);
@@ -612,12 +633,13 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     }
     return true;
   };
-  std::vector<double> trusted, self, ev, first, later;
+  std::vector<double> trusted, self, ev, fresh;
   {
     std::lock_guard<std::mutex> timing(TimingLock(req));
-    s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials),
-                   static_cast<int>(ref.pool.size()), req.device == "cuda" ? 256 : 0, Mix(secret_ ^ 0x5eed), dl,
-                   verify, &trusted, &self, &ev, &first, &later);
+    int sets = static_cast<int>(ref.pool.size());
+    s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials), sets - FreshSets(sets),
+                   FreshSets(sets), req.device == "cuda" ? 256 : 0, Mix(secret_ ^ 0x5eed), dl, verify, &trusted, &self,
+                   &ev, &fresh);
   }
   if (s.code() == Status::Code::kInvalidArgument) {
     Frame ef;
@@ -643,11 +665,24 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
                                   " although the correctness trials passed");
     return finish_output();
   }
-  double repeat = RepeatSpeedRatio(first, later);
+  // Fresh sets (never seen before the call) against the rotation: an honest kernel does the same work on both.
+  // Judged only when every fresh call is slower than four times the median and by more than 50 us, so a load
+  // spike on one or two calls of an honest kernel cannot trip it; the ratio itself is reported.
+  double repeat = RepeatSpeedRatio(fresh, trusted);
   md["timing_repeat_ratio"] = repeat;
-  // Reported, not judged: first touches of freshly received input sets and a loaded host make this ratio noisy
-  // (it flagged honest CPU candidates), so a verdict on it would punish honest kernels.
-  if (first.size() >= 3 && later.size() >= 3 && repeat < 0.5) md["timing_repeat_suspicious"] = true;
+  md["timing_fresh_set_ms"] = fresh;
+  if (fresh.size() >= 3 && repeat < 0.5) md["timing_repeat_suspicious"] = true;
+  if (fresh.size() >= 3 && !trusted.empty()) {
+    double med = ComputeTimingStats(trusted).median, fastest = *std::min_element(fresh.begin(), fresh.end());
+    if (fastest > 4 * med && fastest - med > 0.05) {
+      r->correctness = false;
+      std::ostringstream m;
+      m << "hacked (caching): every call on an input set it had not seen before took at least " << fastest
+        << " ms, calls on sets it had seen a median of " << med << " ms";
+      Fail(r, Outcome::kHacked, m.str());
+      return finish_output();
+    }
+  }
   r->kernel_timing = ComputeTimingStats(trusted);
   r->reference_timing = ref.timing;
   r->kernel_runtime = r->kernel_timing->median;
