@@ -43,6 +43,8 @@ Status ParseChatResponse(const std::string& body, ChatResponse* out) {
       if (m.contains("content") && m["content"].is_string()) choice.content = m["content"];
       for (const char* key : {"reasoning_content", "reasoning"})
         if (m.contains(key) && m[key].is_string()) choice.reasoning_content = m[key];
+      if (m.contains("tool_calls") && m["tool_calls"].is_array() && !m["tool_calls"].empty())
+        choice.tool_calls = m["tool_calls"];
     } else if (c.contains("text") && c["text"].is_string()) {
       choice.content = c["text"];
     } else {

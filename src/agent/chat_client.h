@@ -47,6 +47,7 @@ struct ChatChoice {
   std::string reasoning_content;  // vLLM/SGLang reasoning parsers put <think> text here
   std::string finish_reason;      // stop | length | ...
   nlohmann::json logprobs;        // as returned (null when absent)
+  nlohmann::json tool_calls;      // message.tool_calls as returned by servers with a tool parser (null when absent)
 };
 
 struct ChatResponse {

@@ -117,6 +117,20 @@ TEST(ChatClientTest, ParseRejectsReplyWithoutChoices) {
   EXPECT_FALSE(ParseChatResponse("[]", &r).ok());
   EXPECT_TRUE(ParseChatResponse(ChatBody(""), &r).ok());
   EXPECT_EQ(r.choices[0].content, "");
+  EXPECT_TRUE(r.choices[0].tool_calls.is_null());
+}
+
+TEST(ChatClientTest, ParseKeepsStructuredToolCalls) {
+  ChatResponse r;
+  ASSERT_TRUE(ParseChatResponse(
+                  R"({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", )"
+                  R"("type": "function", "function": {"name": "select_skills", "arguments": "{\"think\": \"t\"}"}}]}, )"
+                  R"("finish_reason": "tool_calls"}]})",
+                  &r)
+                  .ok());
+  EXPECT_EQ(r.choices[0].content, "");
+  ASSERT_TRUE(r.choices[0].tool_calls.is_array());
+  EXPECT_EQ(r.choices[0].tool_calls[0]["function"]["name"], "select_skills");
 }
 
 }  // namespace

@@ -227,8 +227,7 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
       return;
     }
     parsed[i] = ParseSummaryResponse(resp.choices.front().content, opts.summary);
-    if (!parsed[i].call_found && !resp.choices.front().reasoning_content.empty())
-      parsed[i] = ParseSummaryResponse(resp.choices.front().reasoning_content, opts.summary);
+    if (!parsed[i].call_found) parsed[i] = ParseSummaryResponse(ToolCallText(resp.choices.front()), opts.summary);
   });
   std::vector<Candidate> cands;
   nlohmann::json summaries_json = nlohmann::json::array();

@@ -9,6 +9,20 @@ std::vector<agent::ChatMessage> ToChatMessages(const nlohmann::json& messages) {
   return out;
 }
 
+std::string ToolCallText(const agent::ChatChoice& choice) {
+  std::string text = choice.content;
+  if (!choice.reasoning_content.empty()) text += "\n" + choice.reasoning_content;
+  if (choice.tool_calls.is_array())
+    for (const auto& tc : choice.tool_calls) {
+      if (!tc.is_object() || !tc.contains("function") || !tc["function"].is_object()) continue;
+      const auto& f = tc["function"];
+      nlohmann::json call = {{"name", f.value("name", "")},
+                             {"arguments", f.contains("arguments") ? f["arguments"] : nlohmann::json::object()}};
+      text += "\n<tool_call>" + call.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "</tool_call>";
+    }
+  return text;
+}
+
 SkillSelector::SkillSelector(std::shared_ptr<const SkillLibrary> lib, const agent::ChatClient* llm,
                              SkillSelectorOptions opts)
     : lib_(std::move(lib)), llm_(llm), opts_(std::move(opts)) {
@@ -34,8 +48,11 @@ SkillSelector::Call SkillSelector::RunCall(const std::string& query, int scheme)
   const agent::ChatChoice& choice = resp.choices.front();
   c.response = choice.content;
   c.names = ParseSelection(choice.content, *lib_);
-  // Reasoning parsers may move the whole reply (tool call included) out of `content`.
-  if (c.names.empty() && !choice.reasoning_content.empty()) c.names = ParseSelection(choice.reasoning_content, *lib_);
+  // Reasoning parsers may move the call out of `content`; tool parsers return it as message.tool_calls.
+  if (c.names.empty()) {
+    c.response = ToolCallText(choice);
+    c.names = ParseSelection(c.response, *lib_);
+  }
   return c;
 }
 

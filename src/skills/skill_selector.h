@@ -73,6 +73,10 @@ class SkillSelector {
   std::map<std::string, std::shared_ptr<TaskCalls>> tasks_;
 };
 
+// The text a tool call is parsed from: the reply's content, then its reasoning text, then each structured
+// message.tool_calls entry (servers running a tool parser) rendered as <tool_call>{"name", "arguments"}</tool_call>.
+std::string ToolCallText(const agent::ChatChoice& choice);
+
 // Converts OpenAI-style JSON messages ([{"role", "content"}]) to the chat client's form.
 std::vector<agent::ChatMessage> ToChatMessages(const nlohmann::json& messages);
 

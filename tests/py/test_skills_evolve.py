@@ -34,7 +34,8 @@ LAZY = {"name": "use_torch_fallback", "description": "fall back to PyTorch for t
 WEAK = {"name": "weak_hint", "description": "a hint that does not help", "scope": "general", "tags": ["misc"],
         "content": "## Motivation\nnone\n## Key Idea\nnothing much\n## Example\n`pass`"}
 
-# The three tool-call forms, one per selection call j (the order the selector makes them in).
+# The three tool-call forms, one per selection call j (the order the selector makes them in); Beta's first call
+# comes back as structured message.tool_calls instead.
 SELECTIONS = [
     '<tool_call>\n<function=select_skills>\n<parameter=think>\nmatmul bound\n</parameter>\n<parameter=selected_skills>'
     '\n[{"name": "tile_matmul", "reason": "tiles"}]\n</parameter>\n</function>\n</tool_call>',
@@ -80,6 +81,11 @@ class Script:
             j = self.selection_calls.get(task, 0)
             self.selection_calls[task] = j + 1
             self.kinds.append(("selection", task, j))
+            if task == "Beta" and j == 0:  # a server with a tool parser: the call comes as message.tool_calls
+                args = {"think": "t", "selected_skills": [{"name": "tile_matmul", "reason": "r"}]}
+                return Reply(raw_body=json.dumps({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                    "role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                        "name": "select_skills", "arguments": json.dumps(args)}}]}}]}))
             return Reply(content=SELECTIONS[j % 3])
         if "update_skill_library" in tool_names(body):
             self.kinds.append(("summary", task, body.get("seed")))
