@@ -32,6 +32,11 @@ if [ "${KGYM_SKIP_PIP:-0}" != 1 ] && [ ! -d "$BUILD_DIR/triton-pkgs/triton" ]; t
   "$PY" -m pip install -q --break-system-packages --no-deps --target "$BUILD_DIR/triton-pkgs" triton==3.0.0 \
     || echo "setup: triton 3.0.0 not installed; the Triton-interpreter tests will skip"
 fi
+# Benchmark-only reference (bench/bm25 compares against it); tests never need it. Opt in with KGYM_BENCH_DEPS=1.
+if [ "${KGYM_BENCH_DEPS:-0}" = 1 ] && ! "$PY" -c "import rank_bm25" 2>/dev/null; then
+  "$PY" -m pip install -q --break-system-packages rank_bm25 \
+    || echo "setup: rank_bm25 not installed; bench/bm25 will time kgym alone"
+fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${KGYM_BUILD_TYPE:-RelWithDebInfo}" \
   -DPython3_EXECUTABLE="${KGYM_PYTHON:-/usr/bin/python3}" ${KGYM_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j "${KGYM_JOBS:-$(nproc)}"
