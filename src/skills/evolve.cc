@@ -154,7 +154,9 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
   }
   std::vector<agent::Task> task_list;
   s = agent::LoadTasks(tasks_path, &task_list);
-  if (!s.ok()) return s;
+  if (!s.ok())
+    return Status::InvalidArgument("tasks of the run (" + tasks_path + "): " + s.message() +
+                                   (opts.tasks_path.empty() ? "; pass --tasks" : ""));
   std::map<std::string, const agent::Task*> tasks;
   for (const auto& t : task_list) tasks[t.id] = &t;
 
@@ -171,6 +173,10 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
   s = LoadSnapshot(opts.library_dir, opts.step, &snap);
   if (!s.ok()) return s;
   const int64_t base_step = std::max<int64_t>(snap.step, 0);
+  if (fs::exists(SnapshotPath(opts.library_dir, base_step + 1)))
+    return Status::InvalidArgument(SnapshotPath(opts.library_dir, base_step + 1) +
+                                   " exists: evolving step " + std::to_string(base_step) +
+                                   " would replace it; extend the newest snapshot instead");
   rep["run_dir"] = opts.run_dir;
   rep["library"] = opts.library_dir;
   rep["base_step"] = snap.step;

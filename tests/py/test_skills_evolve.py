@@ -214,6 +214,12 @@ def test_agent_selects_and_injects_then_evolve_round(world):
             "--server", gym.url, check=False)
     assert p.returncode != 0 and "--force" in p.stderr
     assert sorted(os.listdir(lib)) == ["global_step_0.jsonl", "global_step_1.jsonl"]
+    # Extending an older snapshot would overwrite the newer one: refused too.
+    before = open(os.path.join(lib, "global_step_1.jsonl")).read()
+    p = run("skills", "evolve", out, "--library", lib, "--base-url", llm.base_url, "--model", "fake",
+            "--server", gym.url, "--force", "--step", "0", check=False)
+    assert p.returncode != 0 and "would replace" in p.stderr
+    assert open(os.path.join(lib, "global_step_1.jsonl")).read() == before
 
 
 def test_second_task_requirement_rejects_a_task_local_skill(world):
