@@ -11,3 +11,9 @@ for b in build/gpu/kgym build/gpu/eval_overhead; do
     | xargs -r -I{} cp -L -n {} build/gpu/lib/
 done
 du -sh build/gpu
+# pytest for the GPU red-team cases (the GPU machine's Python has none), and the tree's commit (no .git there).
+mkdir -p build/gpu/wheels
+python3 -m pip download -q --only-binary=:all: --python-version 3.12 --platform any -d build/gpu/wheels \
+  pytest pluggy iniconfig packaging 2>/dev/null || echo "pack: no pytest wheels (the red-team stage will need pytest)"
+{ git rev-parse HEAD; git status --short | head -20; } > build/gpu/commit.txt 2>/dev/null || true
+du -sh build/gpu

@@ -492,7 +492,10 @@ def timing_loop(sock, r, h):
         if t == "call":
             j = h["set"] % len(r.pool)
             r.refill(j)
-            wire.send(sock, {"type": "start", "call": h["call"]})
+            wire.send(sock, {"type": "armed", "call": h["call"]})
+            g, _ = wire.recv(sock)
+            if g.get("type") != "go":
+                raise Reported("invalid", "protocol", "expected go, got %r" % g.get("type"))
             t0 = _perf_ns()
             if use_events:
                 ev0.record()
@@ -520,6 +523,14 @@ def timing_loop(sock, r, h):
 def serve(sock, role, protections):
     """Entry point in the sandboxed process. Returns the exit code."""
     sys.dont_write_bytecode = True
+    if role in ("reference", "candidate") and os.environ.get("CUDA_VISIBLE_DEVICES"):
+        # The context is made before the hello, so a worker started ahead of need (a spare) is ready for work.
+        try:
+            torch.cuda.init()
+            torch.cuda.set_device(0)
+            torch.zeros(1, device="cuda").sum().item()
+        except Exception:  # noqa: BLE001 - the job's own load reports a broken device
+            pass
     wire.send(sock, {"type": "hello", "role": role, "pid": os.getpid(), "protections": protections})
     if role == "probe":
         return 0

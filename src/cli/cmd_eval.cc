@@ -86,6 +86,7 @@ KGYM_REGISTER_COMMAND("eval", "evaluate one candidate (ModelNew) against one ref
     req.unsafe_no_sandbox = f->unsafe;
     kgym::EvaluatorOptions opt;
     opt.sandbox = !f->unsafe;
+    opt.spare_workers = false;  // one evaluation: a spare would only cost time
     std::unique_ptr<kgym::Evaluator> ev;
     kgym::Status s = kgym::Evaluator::Create(opt, &ev);
     if (!s.ok()) {

@@ -54,6 +54,13 @@ WorkerSession::~WorkerSession() {
   capture_.reset();  // joins the reader: every process holding the pipe is gone
 }
 
+bool WorkerSession::Alive() {
+  if (exited_ || killed_ || chan_ < 0) return false;
+  pollfd pfd{chan_, POLLIN, 0};
+  int r = ::poll(&pfd, 1, 0);
+  return r == 0;
+}
+
 Status WorkerSession::Send(const nlohmann::json& header, const std::string& payload,
                            const std::vector<std::shared_ptr<const Region>>& regions) {
   return SendFrame(chan_, header, payload, regions);

@@ -31,6 +31,8 @@ class WorkerSession {
   void SetCancel(const std::atomic<bool>* cancel) { cancel_ = cancel; }
   bool cancelled() const { return cancel_ && cancel_->load(); }
 
+  // True while the worker is running and has sent nothing unasked (what an idle spare must look like).
+  bool Alive();
   void Kill();
   // Waits (bounded) for the worker's end; returns false if the zygote never reported it.
   bool WaitExit(Clock::time_point deadline, WorkerExit* out);

@@ -18,6 +18,7 @@ _spec = importlib.util.spec_from_file_location("kgym_tests_py_conftest", os.path
 _base = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_base)
 kgym = _base.kgym  # the session fixture: path of the built binary
+run_eval = _base.run_eval  # so `from conftest import run_eval` in tests/py works whichever conftest is "conftest"
 
 
 @pytest.fixture(scope="session")

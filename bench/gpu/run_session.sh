@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One GPU run on the lent H200 (device tool), stage by stage: doctor, eval overhead, the full-size suite through
+# `kgym suite`, and the GPU red-team cases. Expects build/gpu/ from bench/gpu/pack.sh (stripped binaries, their
+# shared libraries, and pytest wheels in build/gpu/wheels). Raw results go to $OUT; STAGES picks stages.
+set -uo pipefail
+OUT="${OUT:-/tmp/kgym-gpu-out}"
+mkdir -p "$OUT"
+B=$PWD/build/gpu
+export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export KGYM_PYTHON="${KGYM_PYTHON:-python3}" KGYM_HARNESS_PATH="$PWD/python" KGYM_BIN="$B/kgym"
+STAGES="${STAGES:-doctor overhead suite redteam}"
+{
+  echo "tree: $(cat build/gpu/commit.txt 2>/dev/null || echo unknown)"
+  echo "date: $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+  nproc; free -g | head -2
+} > "$OUT/machine.txt" 2>&1
+for st in $STAGES; do
+  t0=$(date +%s.%N)
+  case $st in
+    doctor) timeout 120 "$KGYM_BIN" doctor > "$OUT/doctor.txt" 2>&1 ;;
+    overhead) timeout 150 "$B/eval_overhead" --device cuda -n 20 --baseline-n 3 \
+                --out "$OUT/eval_overhead-h200.json" > "$OUT/eval_overhead.md" 2>&1 ;;
+    suite) timeout "${SUITE_TIMEOUT:-260}" "$KGYM_BIN" suite --tasks tasks --device cuda --kinds "${SUITE_KINDS:-triton,wrong}" \
+             --jobs "${SUITE_JOBS:-3}" --perf-trials 50 --out "$OUT/suite.json" > "$OUT/suite.md" 2> "$OUT/suite.stderr" ;;
+    redteam)
+      python3 -c "import pytest" 2>/dev/null || python3 -m pip install -q --no-index --target /tmp/kgym-pytest "$B"/wheels/*.whl
+      PYTHONPATH="/tmp/kgym-pytest:$PWD/python" KGYM_GPU_TESTS=1 timeout "${REDTEAM_TIMEOUT:-200}" \
+        python3 -m pytest -q -rA -p no:cacheprovider tests/redteam/test_redteam_gpu.py > "$OUT/redteam_gpu.txt" 2>&1 ;;
+    throughput) timeout "${THROUGHPUT_TIMEOUT:-500}" python3 bench/throughput/run_throughput.py --bin "$KGYM_BIN" \
+                  --gpus all ${THROUGHPUT_ARGS:-} --out "$OUT/throughput-h200.json" > "$OUT/throughput.md" 2>&1 ;;
+  esac
+  echo "$st rc=$? $(python3 -c "import time,sys; print('%.1f s' % (time.time() - float(sys.argv[1])))" "$t0")" >> "$OUT/stages.txt"
+done
+cat "$OUT/stages.txt"; tail -5 "$OUT/eval_overhead.md" 2>/dev/null; tail -30 "$OUT/suite.md" 2>/dev/null
+tail -15 "$OUT/redteam_gpu.txt" 2>/dev/null; tail -12 "$OUT/throughput.md" 2>/dev/null
