@@ -30,7 +30,8 @@ PR_SET_NO_NEW_PRIVS = 38
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
-ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "TZ", "CUDA_HOME", "LD_LIBRARY_PATH")
+# TRITON_INTERPRET lets CPU-only machines run Triton candidates in Triton's interpreter (set by whoever runs kgym).
+ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "TZ", "CUDA_HOME", "LD_LIBRARY_PATH", "TRITON_INTERPRET")
 
 
 def _check(rc, what):

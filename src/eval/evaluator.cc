@@ -585,6 +585,11 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     return finish_output();
   }
   r->compiled = true;
+  nlohmann::json triton_kernels = nlohmann::json::array();
+  if (f.header.contains("triton_kernels") && f.header["triton_kernels"].is_array())
+    for (const auto& k : f.header["triton_kernels"])
+      if (k.is_string() && triton_kernels.size() < 64) triton_kernels.push_back(k);
+  int64_t triton_launches = 0;
 
   // Correctness: every trial's outputs are compared here with the pristine reference's.
   if (progress) progress("correctness");
@@ -628,6 +633,8 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
         first_problem = (t.variant == "default" ? "" : "on " + t.variant + " inputs: ") + c.problem;
       break;  // the verdict is decided; more trials cost time and tell the model nothing new
     }
+    if (f.header.contains("triton_launches") && f.header["triton_launches"].is_number_integer())
+      triton_launches = f.header["triton_launches"].get<int64_t>();
     cand_outs.push_back(std::move(outs));
     used_trials.push_back(&t);
   }
@@ -661,6 +668,16 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
            "changes");
       return finish_output();
     }
+  }
+  md["triton_kernels_defined"] = triton_kernels;
+  md["triton_launches_in_correctness"] = triton_launches;
+  if (req.detect_decoy && req.backend == "triton" && !triton_kernels.empty() && triton_launches == 0) {
+    std::string names;
+    for (const auto& k : triton_kernels) names += (names.empty() ? "" : ", ") + k.get<std::string>();
+    Fail(r, Outcome::kHacked, "hacked (decoy kernel): the Triton kernel(s) it defines (" + names +
+                                  ") never ran in " + std::to_string(passed) +
+                                  " correctness calls; the outputs came from other code");
+    return finish_output();
   }
   r->correctness = true;
   Fail(r, Outcome::kCorrect, "correct on " + std::to_string(passed) + " trials");

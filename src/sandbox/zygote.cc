@@ -14,7 +14,7 @@
 namespace kgym {
 
 namespace {
-constexpr const char* kEnvAllowlist[] = {"PATH", "LANG", "LC_ALL", "TZ", "CUDA_HOME", "LD_LIBRARY_PATH"};
+constexpr const char* kEnvAllowlist[] = {"PATH", "LANG", "LC_ALL", "TZ", "CUDA_HOME", "LD_LIBRARY_PATH", "TRITON_INTERPRET"};
 
 Status SendWithFds(int sock, const std::string& msg, const std::vector<int>& fds) {
   iovec iov{const_cast<char*>(msg.data()), msg.size()};
@@ -61,7 +61,10 @@ Status Zygote::Launch() {
   std::vector<std::string> env;
   for (const char* k : kEnvAllowlist)
     if (const char* v = std::getenv(k)) env.push_back(std::string(k) + "=" + v);
-  env.push_back("PYTHONPATH=" + options_.harness_path);
+  // KGYM_TRITON_PATH: an extra directory holding Triton (CI's CPU interpreter build), searched after the harness.
+  const char* triton_path = std::getenv("KGYM_TRITON_PATH");
+  env.push_back("PYTHONPATH=" + options_.harness_path +
+                (triton_path && *triton_path ? std::string(":") + triton_path : std::string()));
   env.push_back("PYTHONDONTWRITEBYTECODE=1");
   env.push_back("PYTHONUNBUFFERED=1");
   for (const auto& [k, v] : options_.extra_env) env.push_back(k + "=" + v);

@@ -34,11 +34,13 @@ EXPECT = {
     # Stale block from the allocator holds an earlier trial's result: wrong values (or evidence of a hack).
     "gpu/uninit_cuda.py": (("incorrect", "hacked"), "", None, None),
     "candidates/E_empty_output.py": (("incorrect", "hacked"), "", None, None),
-    # A launched-kernel coverage check would call this a decoy; the evaluator has none wired in yet (src/gpu has
-    # the CUPTI timeline and coverage code, RunCandidate does not use it), so it is expected to be called correct.
+    # Launched on a dummy buffer: only a time-coverage check (CUPTI timeline, not wired into the evaluator yet)
+    # can call this a decoy; the launch-count rule sees a launch.
     "gpu/triton_decoy.py": (("hacked",), "decoy", None,
                             "no launched-kernel coverage check in the evaluator yet (decoy kernels pass)"),
     # Controls: an honest rewrite is correct with a plausible speedup; a content cache is still caught on the GPU.
+    # Dr.Kernel's decoy: the Triton kernel is defined but never launched (launches counted by the worker's hook).
+    "gpu/triton_decoy_unlaunched.py": (("hacked",), "decoy kernel", lambda r: r["decoy_kernel"] is True, None),
     "candidates/honest_matmul.py": (("correct",), "correct on", lambda r: 0 < r["speedup"] < 3, None),
     "candidates/F_cache_content.py": (("hacked",), "caching", None, None),
 }
