@@ -176,6 +176,7 @@ def main():
             qpath = os.path.join(tmp, set_name + ".json")
             with open(qpath, "w") as f:
                 json.dump(qs, f)
+            print(f"kgym: {set_name} ({len(qs)} queries)", file=sys.stderr, flush=True)
             out = subprocess.run([args.bench_bin, "--skills", skills_path, "--queries", qpath, "--top",
                                   str(args.top), "--reps", str(args.reps)], check=True, capture_output=True,
                                  text=True).stdout
@@ -195,7 +196,9 @@ def main():
             bm25 = BM25Okapi(docs)
             py = {"build_s": time.perf_counter() - t0, "sets": {}}
             del docs
+            print(f"rank_bm25: index built in {py['build_s']:.1f} s", file=sys.stderr, flush=True)
             for set_name, qs in sets.items():
+                print(f"rank_bm25: {set_name} ({len(qs)} queries)", file=sys.stderr, flush=True)
                 times, hits = [], []
                 for q in qs:
                     ts = []
