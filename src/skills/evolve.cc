@@ -219,7 +219,7 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
   };
   const size_t s_per = static_cast<size_t>(std::max(1, opts.summaries_per_task));
   std::vector<ParsedSummary> parsed(case_list.size() * s_per);
-  std::vector<std::string> summary_errors(parsed.size());
+  std::vector<std::string> summary_errors(parsed.size()), summary_responses(parsed.size());
   agent::SamplingParams ssp = opts.summary_sampling;
   if (opts.send_tool_schema) ssp.extra["tools"] = nlohmann::json::array({UpdateSkillLibraryTool(opts.summary)});
   ParallelFor(parsed.size(), opts.concurrency, [&](size_t i) {
@@ -232,8 +232,12 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
       summary_errors[i] = st.ToString();
       return;
     }
+    summary_responses[i] = resp.choices.front().content;
     parsed[i] = ParseSummaryResponse(resp.choices.front().content, opts.summary);
-    if (!parsed[i].call_found) parsed[i] = ParseSummaryResponse(ToolCallText(resp.choices.front()), opts.summary);
+    if (!parsed[i].call_found) {
+      summary_responses[i] = ToolCallText(resp.choices.front());
+      parsed[i] = ParseSummaryResponse(summary_responses[i], opts.summary);
+    }
   });
   std::vector<Candidate> cands;
   nlohmann::json summaries_json = nlohmann::json::array();
@@ -242,6 +246,8 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
     nlohmann::json sj = {{"task", case_list[ci]->trajectory->task_uid}, {"summary", i % s_per},
                          {"call_found", parsed[i].call_found}, {"rejected", parsed[i].rejected}};
     if (!summary_errors[i].empty()) sj["error"] = summary_errors[i];
+    sj["response"] = summary_responses[i];
+    sj["reward"] = 0.0;  // daVinci's summary reward: verify_speedup of its best admitted skill (set below)
     nlohmann::json names = nlohmann::json::array();
     for (auto& sk : parsed[i].skills) {
       names.push_back(sk.name);
@@ -318,7 +324,11 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
     cands_json.push_back({{"task", c.skill.origin_task}, {"summary", c.summary}, {"name", c.skill.skill.name},
                           {"runs", runs}, {"admitted", a.admitted}, {"verify_speedup", a.verify_speedup},
                           {"reason", a.reason}});
-    if (a.admitted) staging.Offer(c.skill.origin_task, c.skill.skill, a.verify_speedup);
+    if (a.admitted) {
+      staging.Offer(c.skill.origin_task, c.skill.skill, a.verify_speedup);
+      auto& r = rep["summaries"][c.case_index * s_per + static_cast<size_t>(c.summary)]["reward"];
+      r = std::max(r.get<double>(), a.verify_speedup);
+    }
   }
   rep["candidates"] = cands_json;
   nlohmann::json baselines_json = nlohmann::json::object();

@@ -10,7 +10,8 @@
 //      greedy turn 1 of that task without the candidate;
 //   6. stage the best verified skill per task, flush: old skills (counters updated) + staged ones, names
 //      normalised, near-duplicates (BM25 similarity) dropped, written as the next snapshot.
-// A report of every decision is returned and written to RUN_DIR/evolve.json. A run directory that already has
+// A report of every decision is returned and written to RUN_DIR/evolve.json; each summary entry carries its
+// response text and daVinci's summary reward (the verify_speedup of its best admitted skill, else 0) for training. A run directory that already has
 // evolve.json is refused unless `force` (its usage counters would otherwise count twice).
 #pragma once
 

@@ -184,6 +184,8 @@ def test_agent_selects_and_injects_then_evolve_round(world):
     assert rep["cases"][0]["turn1_speedup"] == 1.0 and rep["cases"][0]["best_speedup"] == 1.5
     # Summary 0 proposed GOOD + LAZY (lazy filtered), summary 1 proposed WEAK.
     assert any("use_torch_fallback" in r for s in rep["summaries"] for r in s["rejected"])
+    assert [s["reward"] for s in rep["summaries"]] == [2.0, 0.0]  # summary 0 proposed the admitted skill
+    assert "update_skill_library" in rep["summaries"][0]["response"]
     by_name = {c["name"]: c for c in rep["candidates"]}
     assert set(by_name) == {"Fuse Epilogue Into Matmul", "weak_hint"}
     good, weak = by_name["Fuse Epilogue Into Matmul"], by_name["weak_hint"]
