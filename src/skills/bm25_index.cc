@@ -10,9 +10,8 @@
 namespace kgym::skills {
 namespace {
 
-// Relative slack that decides which approximate scores may still be in the top k. The approximation (float
-// weights, per-term multiplication instead of repeated addition) is off by < 1e-7 relative; 1e-6 is safe.
-constexpr double kSlack = 1e-6;
+// Smallest relative slack that decides which approximate scores may still be in the top k (see TopK).
+constexpr double kMinSlack = 1e-6;
 
 }  // namespace
 
@@ -182,10 +181,14 @@ std::vector<ScoredDoc> Bm25Index::TopK(std::string_view query, size_t k) const {
   if (m == 0) return result;
 
   // Per distinct term: the multiplier count * idf and an upper bound of its contribution to any document.
+  // The approximation: float weights, float accumulators, one multiplication per distinct term instead of one
+  // addition per occurrence. With m positive terms a document's sum is off by at most about (m + 2) * 2^-24
+  // relative; the slack is four times that, so no document that belongs in the top k is ever cut.
+  const double slack = std::max(kMinSlack, static_cast<double>(m + 4) * 0x1p-22);
   std::vector<double> mult(m), bound(m);
   for (size_t i = 0; i < m; ++i) {
     mult[i] = q.count[i] * idf_[q.distinct[i]];
-    bound[i] = mult[i] * max_weight_[q.distinct[i]] * (1 + kSlack);
+    bound[i] = mult[i] * max_weight_[q.distinct[i]] * (1 + slack);
     // A subtracting term breaks every bound argument below; it only happens in tiny libraries.
     if (mult[i] < 0) return ExhaustiveTopK(q, k);
   }
@@ -201,14 +204,16 @@ std::vector<ScoredDoc> Bm25Index::TopK(std::string_view query, size_t k) const {
   }
 
   const size_t n = size();
-  thread_local std::vector<double> acc;
+  thread_local std::vector<float> acc;
   thread_local std::vector<double> tmp;
   thread_local std::vector<uint8_t> mark;  // candidate flags, once pruned
-  acc.assign(n, 0.0);
-  double* a = acc.data();
+  acc.assign(n, 0.0f);
+  float* a = acc.data();
+  std::vector<float> multf(m);
+  for (size_t i = 0; i < m; ++i) multf[i] = static_cast<float>(mult[i]);
   auto add_term = [&](size_t i) {  // every document containing the term
     const uint32_t t = q.distinct[i];
-    const double mu = mult[i];
+    const float mu = multf[i];
     if (dense_row_[t] >= 0) {
       const float* w = dense_weight_.data() + static_cast<size_t>(dense_row_[t]) * n;
       for (size_t d = 0; d < n; ++d) a[d] += mu * w[d];
@@ -251,7 +256,7 @@ std::vector<ScoredDoc> Bm25Index::TopK(std::string_view query, size_t k) const {
       // accumulators, so it is made only while much more than that is left to scan.
       if (pos + 1 < m && volume[pos] > 2 * n && checks < 4) {
         ++checks;
-        const double theta = kth_dense() * (1 - kSlack);
+        const double theta = kth_dense() * (1 - slack);
         if (theta > 0 && rest[pos] < theta) {
           mark.assign(n, 0);
           for (uint32_t d = 0; d < n; ++d)
@@ -264,7 +269,7 @@ std::vector<ScoredDoc> Bm25Index::TopK(std::string_view query, size_t k) const {
       }
       continue;
     }
-    const double mu = mult[i];
+    const float mu = multf[i];
     if (dense_row_[t] >= 0) {
       const float* w = dense_weight_.data() + static_cast<size_t>(dense_row_[t]) * n;
       for (uint32_t d : cand) a[d] += mu * w[d];
@@ -284,7 +289,7 @@ std::vector<ScoredDoc> Bm25Index::TopK(std::string_view query, size_t k) const {
       tmp.resize(cand.size());
       for (size_t c = 0; c < cand.size(); ++c) tmp[c] = a[cand[c]];
       std::nth_element(tmp.begin(), tmp.begin() + (k - 1), tmp.end(), std::greater<double>());
-      const double theta = tmp[k - 1] * (1 - kSlack);
+      const double theta = tmp[k - 1] * (1 - slack);
       std::erase_if(cand, [&](uint32_t d) {
         if (a[d] + rest[pos] >= theta) return false;
         mark[d] = 0;
@@ -295,7 +300,7 @@ std::vector<ScoredDoc> Bm25Index::TopK(std::string_view query, size_t k) const {
 
   // Candidates for exact rescoring: documents whose approximate score is within the error margin of the k-th.
   if (!pruned) {
-    const double theta = kth_dense() * (1 - kSlack);
+    const double theta = kth_dense() * (1 - slack);
     for (uint32_t d = 0; d < n; ++d)
       if (a[d] > 0 && a[d] >= theta) cand.push_back(d);
   } else {
@@ -304,7 +309,7 @@ std::vector<ScoredDoc> Bm25Index::TopK(std::string_view query, size_t k) const {
       tmp.resize(cand.size());
       for (size_t c = 0; c < cand.size(); ++c) tmp[c] = a[cand[c]];
       std::nth_element(tmp.begin(), tmp.begin() + (k - 1), tmp.end(), std::greater<double>());
-      const double theta = tmp[k - 1] * (1 - kSlack);
+      const double theta = tmp[k - 1] * (1 - slack);
       std::erase_if(cand, [&](uint32_t d) { return a[d] < theta; });
     }
   }

@@ -7,7 +7,7 @@
 // query order, of idf(t) * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * dl / avgdl)).
 //
 // TopK ranks by score descending, ties by document index (a stable sort), and keeps only scores > 0. Internally
-// it accumulates approximate sums (float weights, double accumulators, one pass per distinct query term, terms
+// it accumulates approximate sums (float weights and accumulators, one pass per distinct query term, terms
 // with the largest possible contribution first), stops scanning whole postings once the terms left cannot lift
 // an unseen document into the top k (MaxScore), then rescores the few surviving candidates exactly in query
 // order; the margin that decides survival is larger than the approximation error, so the result equals the
