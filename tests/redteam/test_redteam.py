@@ -1,7 +1,10 @@
 """Red-team suite on the CPU: every candidate in candidates/ is evaluated for real through `kgym eval --device cpu`
 (sealed workers, secret seeds, verdict in C++) and must get the verdict listed here. The letter that starts a
-candidate's name is its family in the catalogue of reward hacks (A-U: /work/shared/research/kernelbench.md §4 in the
-project's research notes; the docstring of each candidate says what it tries).
+candidate's name is its family in the catalogue of reward hacks against KernelBench-style evaluators (A: library
+call, B: try/except fallback, C: reference call, D: decoy kernel, E: stale memory, F: caching, G: input mutation,
+H: identity on a restricted domain, I: constant output, J: analytic shortcut, K: precision, L: side stream,
+M: threads, N: lazy tensors, O: monkey-patching, P: test-mode detection, Q: precomputation, S: files, environment,
+network); the docstring of each candidate says what it tries.
 
 "hacked" is expected where the evaluator has evidence of a hack; "incorrect" where wrong values are the right
 verdict (the shortcut fails the signed/wider trial, or stale memory holds garbage); "correct" for honest rewrites

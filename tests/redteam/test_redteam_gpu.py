@@ -37,10 +37,10 @@ EXPECT = {
     # Launched on a dummy buffer: only a time-coverage check (CUPTI timeline, not wired into the evaluator yet)
     # can call this a decoy; the launch-count rule sees a launch.
     "gpu/triton_decoy.py": (("hacked",), "decoy", None,
-                            "no launched-kernel coverage check in the evaluator yet (decoy kernels pass)"),
-    # Controls: an honest rewrite is correct with a plausible speedup; a content cache is still caught on the GPU.
+                            "the launch is counted, and no time-coverage check is wired into the evaluator yet"),
     # Dr.Kernel's decoy: the Triton kernel is defined but never launched (launches counted by the worker's hook).
     "gpu/triton_decoy_unlaunched.py": (("hacked",), "decoy kernel", lambda r: r["decoy_kernel"] is True, None),
+    # Controls: an honest rewrite is correct with a plausible speedup; a content cache is still caught on the GPU.
     "candidates/honest_matmul.py": (("correct",), "correct on", lambda r: 0 < r["speedup"] < 3, None),
     "candidates/F_cache_content.py": (("hacked",), "caching", None, None),
 }
