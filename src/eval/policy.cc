@@ -24,7 +24,9 @@ nlohmann::json BuildPolicy(const PolicyInputs& in) {
   p["rlimits"] = {{"as", static_cast<long long>(as * gib)},
                   {"nofile", 4096},
                   {"nproc", 4096},
-                  {"fsize", 1ll << 32},
+                  // Tensors cross between processes as memfds, which RLIMIT_FSIZE caps: room for the largest
+                  // tensor a task may hold (full-size GPU tasks have 6 GB inputs); the scratch tmpfs has its own cap.
+                  {"fsize", static_cast<long long>(std::max(4.0 * gib, in.cuda ? 64.0 * gib : as))},
                   {"cpu", static_cast<long long>(in.timeout_s * 8 + 60)},
                   {"core", 0}};
   p["env"] = {{"CUDA_VISIBLE_DEVICES", in.cuda ? std::to_string(in.device_index) : std::string("")},
