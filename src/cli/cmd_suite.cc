@@ -44,7 +44,7 @@ KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task sui
   sub->add_option("--gpu", f->device_index, "GPU index");
   sub->add_option("--size", f->size, "task size (KGYM_TASK_SIZE), e.g. small");
   sub->add_option("--kinds", f->kinds, "comma-separated solution kinds");
-  sub->add_option("--only", f->only, "evaluate only tasks whose name contains this");
+  sub->add_option("--only", f->only, "evaluate only tasks whose name contains this (or any of a comma-separated list)");
   sub->add_option("--jobs", f->jobs, "evaluations in flight at once (timing is still exclusive)");
   sub->add_option("--perf-trials", f->perf_trials, "timed calls");
   sub->add_option("--correct-trials", f->correct_trials, "correctness trials");
@@ -63,7 +63,12 @@ KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task sui
       for (const auto& t : fs::directory_iterator(lvl.path())) {
         if (t.path().extension() != ".py") continue;
         std::string name = t.path().stem();
-        if (!f->only.empty() && name.find(f->only) == std::string::npos) continue;
+        if (!f->only.empty()) {  // comma-separated substrings; a task matching any of them is kept
+          bool keep = false;
+          std::stringstream os(f->only);
+          for (std::string o; std::getline(os, o, ',');) keep |= !o.empty() && name.find(o) != std::string::npos;
+          if (!keep) continue;
+        }
         for (const auto& k : kinds) {
           fs::path sol = fs::path(f->tasks) / "solutions" / level / (name + "_" + k + ".py");
           if (fs::exists(sol)) items.push_back({level, name, k, t.path(), sol, {}, 0});
