@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kgym::rl {
@@ -138,15 +139,37 @@ Status MismatchRejectionFromTokens(const TurnRows& rows, const TokenLogProbs<T>&
   if (rows.size != tokens.rows) return Status::InvalidArgument("mrs: rows and token rows differ in number");
   if (Status s = ValidateTurnRows(rows, 0, nullptr); !s.ok()) return s;
   const double log_veto = LogVeto(opt);
-  std::vector<RowLogRatio> buf;
-  for (size_t i = 0; i < rows.size;) {
-    size_t end = i + 1;
-    while (end < rows.size && rows.traj[end] == rows.traj[i]) ++end;
-    buf.resize(end - i);
-    for (size_t k = i; k < end; ++k) buf[k - i] = SummarizeRow(tokens, k);
-    DecideTrajectory(rows, i, end, buf.data(), opt, log_veto, ratio, keep);
-    i = end;
+  // Trajectories are independent: large batches are split at trajectory boundaries over a few threads (every row
+  // is computed exactly as in one thread, so the result does not depend on the split).
+  auto run = [&](size_t from, size_t to) {
+    std::vector<RowLogRatio> buf;
+    for (size_t i = from; i < to;) {
+      size_t end = i + 1;
+      while (end < to && rows.traj[end] == rows.traj[i]) ++end;
+      buf.resize(end - i);
+      for (size_t k = i; k < end; ++k) buf[k - i] = SummarizeRow(tokens, k);
+      DecideTrajectory(rows, i, end, buf.data(), opt, log_veto, ratio, keep);
+      i = end;
+    }
+  };
+  const size_t kMinRowsPerThread = size_t{1} << 16;
+  const size_t threads = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), size_t{8},
+                                           std::max<size_t>(1, rows.size / kMinRowsPerThread)});
+  if (threads <= 1) {
+    run(0, rows.size);
+    return Status::Ok();
   }
+  std::vector<size_t> cut = {0};
+  for (size_t t = 1; t < threads; ++t) {
+    size_t c = std::max(cut.back(), rows.size * t / threads);
+    while (c > 0 && c < rows.size && rows.traj[c] == rows.traj[c - 1]) ++c;  // never split a trajectory
+    cut.push_back(c);
+  }
+  cut.push_back(rows.size);
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t + 1 < cut.size(); ++t)
+    if (cut[t] < cut[t + 1]) pool.emplace_back(run, cut[t], cut[t + 1]);
+  for (auto& th : pool) th.join();
   return Status::Ok();
 }
 

@@ -42,6 +42,32 @@ Result RunRows(const TokenBatch& b, const MrsOptions& opt) {
   return r;
 }
 
+// Large batches are split over threads at trajectory boundaries: the result equals the one-pass row path.
+TEST(Mrs, LargeBatchSplitOverThreadsMatchesRowPath) {
+  std::mt19937 rng(11);
+  std::normal_distribution<double> noise(0.0, 0.0015);
+  std::uniform_int_distribution<int> len(0, 5), turns(1, 4);
+  TokenBatch b;
+  for (int t = 0; b.traj.size() < 300000; ++t) {
+    const int nt = turns(rng);
+    for (int k = 1; k <= nt; ++k) {
+      std::vector<double> lr(len(rng));
+      for (double& x : lr) x = noise(rng);
+      b.Add(t, k, lr);
+    }
+  }
+  for (auto level : {MrsLevel::kGeometric, MrsLevel::kTurn, MrsLevel::kSequence}) {
+    MrsOptions opt;
+    opt.level = level;
+    opt.veto = 0.995;
+    Result r = RunRows(b, opt);
+    Result fused{std::vector<double>(b.traj.size()), std::vector<uint8_t>(b.traj.size())};
+    ASSERT_TRUE(MismatchRejectionFromTokens(b.Rows(), b.Tokens(), opt, fused.ratio.data(), fused.keep.data()).ok());
+    EXPECT_EQ(fused.keep, r.keep);
+    EXPECT_EQ(fused.ratio, r.ratio);
+  }
+}
+
 TEST(Mrs, GeometricJudgesTheWholeTrajectory) {
   TokenBatch b;
   // traj 0: mean log-ratio over all 4 valid tokens = (0.002 - 0.002 + 0.0004 + 0) / 4 = 1e-4 -> kept.
