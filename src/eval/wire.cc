@@ -26,19 +26,24 @@ Status WriteAll(int fd, const char* p, size_t n) {
   return Status::Ok();
 }
 
+// Waits until `fd` is readable or the deadline passes (Timeout); *ready is false on a spurious wake-up.
+Status WaitReadable(int fd, Clock::time_point deadline, bool* ready) {
+  auto now = Clock::now();
+  if (now >= deadline) return Status::Timeout("worker did not answer in time");
+  int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+  pollfd pfd{fd, POLLIN, 0};
+  int r = ::poll(&pfd, 1, ms);
+  if (r < 0 && errno != EINTR) return Status::IOError(std::string("poll: ") + std::strerror(errno));
+  *ready = r > 0;
+  return Status::Ok();
+}
+
 // Reads exactly n bytes; `first` receives the time the first byte arrived when non-null.
 Status ReadAll(int fd, char* p, size_t n, Clock::time_point deadline, Clock::time_point* first) {
   while (n > 0) {
-    auto now = Clock::now();
-    if (now >= deadline) return Status::Timeout("worker did not answer in time");
-    int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
-    pollfd pfd{fd, POLLIN, 0};
-    int r = ::poll(&pfd, 1, ms);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::IOError(std::string("poll: ") + std::strerror(errno));
-    }
-    if (r == 0) continue;
+    bool ready = false;
+    if (Status w = WaitReadable(fd, deadline, &ready); !w.ok()) return w;
+    if (!ready) continue;
     ssize_t k = ::read(fd, p, n);
     if (k == 0) return Status::Unavailable("worker channel closed");
     if (k < 0) {
@@ -61,16 +66,9 @@ Status ReadAll(int fd, char* p, size_t n, Clock::time_point deadline, Clock::tim
 Status ReadPrefix(int fd, char* p, Clock::time_point deadline, Clock::time_point* first, std::vector<int>* fds) {
   size_t n = 12, got = 0;
   while (got < n) {
-    auto now = Clock::now();
-    if (now >= deadline) return Status::Timeout("worker did not answer in time");
-    int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
-    pollfd pfd{fd, POLLIN, 0};
-    int r = ::poll(&pfd, 1, ms);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::IOError(std::string("poll: ") + std::strerror(errno));
-    }
-    if (r == 0) continue;
+    bool ready = false;
+    if (Status w = WaitReadable(fd, deadline, &ready); !w.ok()) return w;
+    if (!ready) continue;
     iovec iov{p + got, n - got};
     alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int) * kMaxRegions)];
     msghdr msg{};
