@@ -15,6 +15,10 @@ import socket
 import sys
 import time
 
+# `python -m` puts the caller's working directory first on sys.path: no worker may import from there.
+_cwd = os.getcwd()
+sys.path[:] = [p for p in sys.path if p not in ("", ".", _cwd)]
+
 
 def _preload():
     t0 = time.time()
@@ -124,6 +128,10 @@ def _run_harness(msg, chan_fd, policy, protections, init):
             sandbox.set_parent_death_signal()
         if policy.get("enabled", True):
             sandbox.drop_privileges(policy, protections)
+        else:  # unsealed: still never write the code files into the caller's directory
+            scratch = policy.get("scratch") or "/tmp/kgym-unsealed-%d" % os.getpid()
+            os.makedirs(scratch, exist_ok=True)
+            os.chdir(scratch)
         for k, v in policy.get("env_before_cuda", {}).items():
             os.environ[k] = v
         sock = socket.socket(fileno=chan_fd)
