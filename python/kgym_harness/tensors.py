@@ -64,8 +64,9 @@ def _sealed_memfd(tensors_and_offsets, total):
         mm = mmap.mmap(fd, total, mmap.MAP_SHARED | _POPULATE, mmap.PROT_READ | mmap.PROT_WRITE)
         try:
             buf = torch.frombuffer(mm, dtype=torch.uint8)
+            on_cuda = any(t.is_cuda for t, _ in tensors_and_offsets)
             pinned = False
-            if total >= PIN_MIN and any(t.is_cuda for t, _ in tensors_and_offsets):
+            if total >= PIN_MIN and on_cuda:
                 try:
                     pinned = torch.cuda.cudart().cudaHostRegister(buf.data_ptr(), total, 0) == 0
                 except Exception:  # noqa: BLE001
@@ -75,7 +76,7 @@ def _sealed_memfd(tensors_and_offsets, total):
                     f = _flat_bytes(t)
                     if f.numel():
                         buf[off:off + f.numel()].copy_(f)
-                if any(t.is_cuda for t, _ in tensors_and_offsets):
+                if on_cuda:
                     torch.cuda.synchronize()
             finally:
                 if pinned:

@@ -176,6 +176,12 @@ def _as_list(out):
     return [out]
 
 
+def _init_cuda():
+    torch.cuda.init()
+    torch.cuda.set_device(0)
+    torch.zeros(1, device="cuda").sum().item()
+
+
 def _triton_base(obj):
     """The JIT function under autotuner/heuristics wrappers, or None when obj is not a Triton kernel."""
     for _ in range(8):
@@ -266,9 +272,7 @@ class Runner:
     def load(self, job):
         self.device = job.get("device", "cpu")
         if self.device.startswith("cuda"):
-            torch.cuda.init()
-            torch.cuda.set_device(0)
-            torch.zeros(1, device="cuda").sum().item()  # context and driver threads exist before the baseline
+            _init_cuda()  # context and driver threads exist before the baseline (cheap when already made at start)
         torch.ones(1 << 16).sum().item()  # start the CPU thread pool before taking the thread baseline
         _pin_flags(bool(job.get("allow_tf32", False)))
         self.base_flags = _backend_flags()
@@ -517,6 +521,14 @@ def serve_reference(sock, r, job):
             wire.send(sock, {"type": "note", "key": "reference_backend_error", "value": str(e)[:500]})
 
 
+def _unpack_inputs(h, payload, device):
+    """The inputs of a trial or pool-set message; the shared-memory fds that came with it are closed."""
+    try:
+        return tensors.unpack(h["inputs"], h["tensors"], payload, device, h.get("_fds", ()))
+    finally:
+        tensors.close_fds(h.get("_fds"))
+
+
 def serve_candidate(sock, r, job, payload):
     init_args = tensors.unpack(job["init"], job["tensors"], payload, "cpu")
     r.build(init_args, job["init_seed"], job.get("train_mode", False))
@@ -525,10 +537,7 @@ def serve_candidate(sock, r, job, payload):
         h, p = wire.recv(sock)
         t = h["type"]
         if t == "trial":
-            try:
-                args = tensors.unpack(h["inputs"], h["tensors"], p, r.device, h.get("_fds", ()))
-            finally:
-                tensors.close_fds(h.get("_fds"))
+            args = _unpack_inputs(h, p, r.device)
             originals = [a.clone() if isinstance(a, _Tensor) else a for a in args]
             out = r.call(args, "correctness")
             evid = r.inspect_output(out, args, originals, "correctness")
@@ -538,10 +547,7 @@ def serve_candidate(sock, r, job, payload):
             _send_values(sock, {"type": "trial_result", "index": h["index"],
                                 "triton_launches": sum(r.launches.values())}, {"outputs": _as_list(out)})
         elif t == "pool_set":
-            try:
-                r.pool.append(tensors.unpack(h["inputs"], h["tensors"], p, r.device, h.get("_fds", ())))
-            finally:
-                tensors.close_fds(h.get("_fds"))
+            r.pool.append(_unpack_inputs(h, p, r.device))
             wire.send(sock, {"type": "ok"})
         elif t == "timing":
             return h
@@ -598,9 +604,7 @@ def serve(sock, role, protections):
     if role in ("reference", "candidate") and os.environ.get("CUDA_VISIBLE_DEVICES"):
         # The context is made before the hello, so a worker started ahead of need (a spare) is ready for work.
         try:
-            torch.cuda.init()
-            torch.cuda.set_device(0)
-            torch.zeros(1, device="cuda").sum().item()
+            _init_cuda()
         except Exception:  # noqa: BLE001 - the job's own load reports a broken device
             pass
     wire.send(sock, {"type": "hello", "role": role, "pid": os.getpid(), "protections": protections})

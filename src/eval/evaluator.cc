@@ -138,11 +138,8 @@ class EvaluatorImpl : public Evaluator {
   }
 
   ~EvaluatorImpl() override {
-    {
-      std::lock_guard<std::mutex> l(spare_mu_);
-      stopping_ = true;
-    }
     std::unique_lock<std::mutex> l(spare_mu_);
+    stopping_ = true;  // spares being started are dropped when they arrive
     spare_cv_.wait(l, [this] { return spare_running_ == 0; });
     spares_.clear();  // kills the idle workers before the zygote goes
   }
