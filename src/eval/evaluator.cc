@@ -20,6 +20,7 @@
 #include <random>
 #include <sstream>
 
+#include "eval/host_memory.h"
 #include "eval/policy.h"
 #include "eval/reference.h"
 #include "eval/tensor.h"
@@ -178,6 +179,14 @@ class EvaluatorImpl : public Evaluator {
   }
 
   EvalResult Evaluate(const EvalRequest& req, const ProgressFn& progress, const std::atomic<bool>* cancel) override;
+
+  std::vector<std::pair<std::string, uint64_t>> CachedReferences() override {
+    std::vector<std::pair<std::string, uint64_t>> out;
+    std::lock_guard<std::mutex> l(cache_mu_);
+    for (const auto& [key, fut] : cache_)  // references still being made belong to their evaluation, not the cache
+      if (fut.wait_for(seconds(0)) == std::future_status::ready) out.emplace_back(key, fut.get()->Bytes());
+    return out;
+  }
 
  private:
   std::shared_ptr<const ReferenceData> Reference(const EvalRequest& req, const Deadline& dl);
@@ -487,6 +496,7 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
     if (!ev.empty()) ref->notes["reference_cuda_event_median_ms"] = ComputeTimingStats(ev).median;
   }
   for (auto& [k2, v] : w->notes().items()) ref->notes[k2] = v;
+  ref->notes["reference_worker_peak_bytes"] = ProcessPeakPrivateBytes(w->harness_pid());  // for memory admission
   w->Send({{"type", "finish"}});
   WorkerExit e;
   w->WaitExit(Clock::now() + seconds(5), &e);
@@ -504,8 +514,12 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   std::unique_ptr<WorkerSession> w;
   Status s = StartCandidate(req, dl, &w);
   if (w) w->SetCancel(cancel_);
+  uint64_t worker_peak = 0;  // the worker's peak private memory, for memory admission (read before it exits)
+  auto sample_peak = [&] { worker_peak = std::max(worker_peak, w ? ProcessPeakPrivateBytes(w->harness_pid()) : 0); };
   auto finish_output = [&] {
     if (!w) return;
+    sample_peak();
+    if (worker_peak > 0) md["host_memory"]["candidate_worker_peak_bytes"] = worker_peak;
     WorkerExit e;
     w->WaitExit(Clock::now() + seconds(3), &e);
     md["stdout_tail"] = w->Output();
@@ -680,6 +694,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   Fail(r, Outcome::kCorrect, "correct on " + std::to_string(passed) + " trials");
 
   if (!req.measure_performance || !ref.timing) {
+    sample_peak();
     w->Send({{"type", "finish"}});
     return finish_output();
   }
@@ -775,6 +790,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   auto self_stats = ComputeTimingStats(self);
   md["kernel_self_reported_median_ms"] = self_stats.median;
   if (!ev.empty()) md["kernel_cuda_event_median_ms"] = ComputeTimingStats(ev).median;
+  sample_peak();
   w->Send({{"type", "finish"}});
   finish_output();
 }
@@ -802,6 +818,12 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
   if (progress) progress("reference");
   auto ref = Reference(req, dl);
   md["reference_cache_key"] = ref->key;
+  {  // what this evaluation holds in this process, for memory admission (eval/admitted_evaluator.h)
+    uint64_t outs = 0;
+    for (const auto& t : ref->trials)
+      for (const auto& v : t.outputs) outs += v.tensor.nbytes;
+    md["host_memory"] = {{"reference_bytes", ref->Bytes()}, {"trial_output_bytes", outs}};
+  }
   for (auto& [k, v] : ref->notes.items()) md[k] = v;
   if (!ref->error_kind.empty()) {
     Fail(&r, Outcome::kInvalid, ref->error_detail);

@@ -10,15 +10,19 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/evaluation.h"
 #include "core/status.h"
 
 namespace kgym {
+
+struct AdmissionStats;  // eval/admission.h
 
 struct EvaluatorOptions {
   std::string python;        // interpreter with torch; "" = $KGYM_PYTHON or /usr/bin/python3
@@ -54,6 +58,17 @@ class Evaluator {
   // Forks a probe worker under the candidate policy and reports which protections took effect, which are
   // missing and why (for `kgym doctor`). The default implementation reports nothing.
   virtual nlohmann::json Doctor() { return nlohmann::json::object(); }
+
+  // Reference data kept between evaluations (the reference cache) as (key, bytes); memory admission counts it as
+  // held. The keys are the results' metadata "reference_cache_key". The default keeps nothing.
+  virtual std::vector<std::pair<std::string, uint64_t>> CachedReferences() { return {}; }
+
+  // Memory-admission counters, for an evaluator that admits evaluations by memory (eval/admitted_evaluator.h);
+  // false for one that does not.
+  virtual bool Admission(AdmissionStats* out) {
+    (void)out;
+    return false;
+  }
 };
 
 }  // namespace kgym

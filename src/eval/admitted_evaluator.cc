@@ -1,0 +1,126 @@
+#include "eval/admitted_evaluator.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "eval/host_memory.h"
+
+namespace kgym {
+
+namespace {
+
+uint64_t U64(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return 0;
+  double v = it->get<double>();
+  return v > 0 ? static_cast<uint64_t>(v) : 0;
+}
+
+AdmissionOptions WithResident(AdmissionOptions o, Evaluator* inner) {
+  if (!o.resident) o.resident = [inner] { return inner->CachedReferences(); };
+  return o;
+}
+
+}  // namespace
+
+AdmittedEvaluator::AdmittedEvaluator(std::unique_ptr<Evaluator> inner, AdmissionOptions options)
+    : inner_(std::move(inner)), admission_(WithResident(std::move(options), inner_.get())) {}
+
+std::string AdmittedEvaluator::FootprintKey(const EvalRequest& req) {
+  std::ostringstream k;
+  k << req.reference_code << '\0' << req.entry_point << '\0' << req.device << ':' << req.device_index << '\0'
+    << req.size << '\0' << req.num_correct_trials << '\0' << req.num_perf_trials << '\0' << req.measure_performance
+    << '\0' << req.train_mode << '\0' << req.reference_backend;
+  std::string s = k.str();
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(XXH3_64bits(s.data(), s.size())));
+  return buf;
+}
+
+Footprint AdmittedEvaluator::Measured(const EvalResult& r) {
+  Footprint f;
+  auto hm = r.metadata.find("host_memory");
+  if (hm == r.metadata.end() || !hm->is_object() || !hm->contains("reference_bytes")) return f;
+  f.known = true;
+  f.shared_key = r.metadata.value("reference_cache_key", "");
+  f.shared_bytes = U64(*hm, "reference_bytes");
+  // The candidate's outputs of every trial stay here until the verdict; its worker (or, before it, the reference
+  // worker doing the same computation) holds its own copies. Without a worker measurement, assume the workers held
+  // as much as the reference data itself.
+  uint64_t worker = std::max(U64(*hm, "candidate_worker_peak_bytes"), U64(r.metadata, "reference_worker_peak_bytes"));
+  f.private_bytes = U64(*hm, "trial_output_bytes") + (worker > 0 ? worker : f.shared_bytes);
+  return f;
+}
+
+EvalResult AdmittedEvaluator::Evaluate(const EvalRequest& req, const ProgressFn& progress,
+                                       const std::atomic<bool>* cancel) {
+  std::string key = FootprintKey(req);
+  Footprint fp;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = footprints_.find(key);
+    if (it != footprints_.end()) fp = it->second;
+  }
+  auto ticket = admission_.Admit(fp, req.task_id.empty() ? "an evaluation" : req.task_id, cancel, [&] {
+    if (progress) progress("memory");  // waiting for memory: visible as a phase of its own
+  });
+  nlohmann::json info = {{"budget_bytes", admission_.options().budget_bytes}, {"footprint_known", fp.known}};
+  if (!ticket) {
+    EvalResult r;
+    r.task_id = req.task_id;
+    r.outcome = Outcome::kInvalid;
+    r.outcome_detail = r.error_message = "cancelled";
+    r.metadata["memory_admission"] = info;
+    return r;
+  }
+  EvalResult r = inner_->Evaluate(req, progress, cancel);
+  Footprint m = Measured(r);
+  if (m.known) {
+    std::lock_guard<std::mutex> l(mu_);
+    Footprint& f = footprints_[key];
+    if (!f.known) f = m;
+    f.shared_key = m.shared_key;  // peaks vary from run to run: keep the largest seen
+    f.shared_bytes = std::max(f.shared_bytes, m.shared_bytes);
+    f.private_bytes = std::max(f.private_bytes, m.private_bytes);
+  }
+  info["waited_s"] = ticket->waited_s();
+  info["reserved_bytes"] = ticket->reserved_bytes();
+  info["oversized"] = ticket->oversized();
+  if (m.known) info["measured_bytes"] = m.Total();
+  r.metadata["memory_admission"] = info;
+  return r;
+}
+
+bool AdmittedEvaluator::Admission(AdmissionStats* out) {
+  *out = admission_.Stats();
+  return true;
+}
+
+uint64_t MemoryBudgetFromFlag(double gb) {
+  if (gb < 0) return DefaultMemoryBudget(0.7);
+  return static_cast<uint64_t>(gb * 1e9);
+}
+
+Status CreateEvaluatorWithBudget(EvaluatorOptions options, uint64_t budget_bytes, const std::string& who,
+                                 std::unique_ptr<Evaluator>* out) {
+  if (budget_bytes > 0) options.reference_cache_bytes = std::min<size_t>(options.reference_cache_bytes, budget_bytes / 4);
+  std::unique_ptr<Evaluator> ev;
+  Status s = Evaluator::Create(options, &ev);
+  if (!s.ok()) return s;
+  if (budget_bytes == 0) {
+    *out = std::move(ev);
+    return Status::Ok();
+  }
+  std::fprintf(stderr, "%s: memory budget %s for evaluations in flight (reference cache up to %s; --mem-budget 0 "
+               "turns admission off)\n", who.c_str(), FormatGB(budget_bytes).c_str(),
+               FormatGB(options.reference_cache_bytes).c_str());
+  AdmissionOptions ao;
+  ao.budget_bytes = budget_bytes;
+  *out = std::make_unique<AdmittedEvaluator>(std::move(ev), ao);
+  return Status::Ok();
+}
+
+}  // namespace kgym
