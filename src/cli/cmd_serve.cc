@@ -52,7 +52,7 @@ int RunServe(const ServeFlags& f) {
     dispatcher = kgym::NewRedisDispatcher(f.redis, f.prefix);
     where = "redis " + f.redis + " (run `kgym worker --redis " + f.redis + "` on the GPU nodes)";
   } else {
-    s = kgym::MakeEvaluator(f.evaluator, &evaluator);
+    s = kgym::MakeEvaluator(f.evaluator, &evaluator, "kgym serve");
     if (!s.ok()) {
       std::fprintf(stderr, "kgym serve: %s\n", s.ToString().c_str());
       return 1;
@@ -140,6 +140,8 @@ KGYM_REGISTER_COMMAND("serve", "run the KernelGYM-compatible evaluation server",
   sub->add_option("--sim-sleep", f->evaluator.sim_sleep_s, "simulated evaluation time in seconds");
   sub->add_option("--sim-journal", f->evaluator.sim_journal, "simulated evaluator: append start/end lines here");
   sub->add_flag("--unsafe-no-sandbox", f->evaluator.unsafe_no_sandbox, "evaluate without the sandbox");
+  sub->add_option("--mem-budget", f->evaluator.mem_budget_gb,
+                  "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
   return [f] { return RunServe(*f); };
 });
 

@@ -1,9 +1,11 @@
 // `kgym suite`: evaluates every hand-written solution of the built-in task suite (tasks/levelN/<name>.py against
 // tasks/solutions/levelN/<name>_<kind>.py) with one evaluator, several at once, and prints a table. Solutions
 // named *_wrong must not come out correct; every other solution must. Raw results go to --out as JSON.
+// --jobs bounds the evaluations in flight; --mem-budget bounds them by host memory as well (eval/admission.h).
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -12,7 +14,10 @@
 #include <thread>
 
 #include "cli/command_registry.h"
+#include "eval/admission.h"
+#include "eval/admitted_evaluator.h"
 #include "eval/evaluator.h"
+#include "eval/host_memory.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -22,6 +27,12 @@ struct SuiteItem {
   kgym::EvalResult result;
   double wall_s = 0;
 };
+
+// Seconds the evaluation waited for memory admission before it ran (0 when it did not wait or admission is off).
+double AdmissionWait(const kgym::EvalResult& r) {
+  auto it = r.metadata.find("memory_admission");
+  return it != r.metadata.end() && it->is_object() ? it->value("waited_s", 0.0) : 0.0;
+}
 
 std::string Slurp(const fs::path& p) {
   std::ifstream f(p);
@@ -34,6 +45,7 @@ struct SuiteFlags {
   std::string tasks = "tasks", device, size, out, kinds = "triton,torch,wrong", only;
   int jobs = 4, perf_trials = 100, correct_trials = 5, device_index = 0;
   double timeout = 600;
+  double mem_budget_gb = -1;  // < 0: 70 % of available host (or cgroup) memory; 0: off
 };
 
 KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task suite and print a table",
@@ -45,11 +57,14 @@ KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task sui
   sub->add_option("--size", f->size, "task size (KGYM_TASK_SIZE), e.g. small");
   sub->add_option("--kinds", f->kinds, "comma-separated solution kinds");
   sub->add_option("--only", f->only, "evaluate only tasks whose name contains this (or any of a comma-separated list)");
-  sub->add_option("--jobs", f->jobs, "evaluations in flight at once (timing is still exclusive)");
+  sub->add_option("--jobs", f->jobs, "at most this many evaluations in flight (timing is still exclusive; --mem-budget "
+                  "may allow fewer)");
   sub->add_option("--perf-trials", f->perf_trials, "timed calls");
   sub->add_option("--correct-trials", f->correct_trials, "correctness trials");
   sub->add_option("--timeout", f->timeout, "per-evaluation limit in seconds");
   sub->add_option("--out", f->out, "write raw results here (JSON)");
+  sub->add_option("--mem-budget", f->mem_budget_gb,
+                  "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
   return [f]() -> int {
     std::string device = f->device.empty() ? (::access("/dev/nvidia0", F_OK) == 0 ? "cuda" : "cpu") : f->device;
     std::vector<std::string> kinds;
@@ -83,7 +98,8 @@ KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task sui
       return 2;
     }
     std::unique_ptr<kgym::Evaluator> ev;
-    kgym::Status s = kgym::Evaluator::Create({}, &ev);
+    uint64_t budget = kgym::MemoryBudgetFromFlag(f->mem_budget_gb);
+    kgym::Status s = kgym::CreateEvaluatorWithBudget({}, budget, "kgym suite", &ev);
     if (!s.ok()) {
       std::cerr << "kgym suite: " << s.ToString() << "\n";
       return 1;
@@ -112,12 +128,17 @@ KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task sui
         auto t0 = std::chrono::steady_clock::now();
         it.result = ev->Evaluate(req);
         it.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        // One line per result as it lands, so a run cut short still leaves its raw numbers. Written in one piece:
+        // memory admission writes its own lines from other threads.
+        std::ostringstream line;
+        line << req.task_id << ": " << kgym::OutcomeName(it.result.outcome) << " ref_ms "
+             << it.result.reference_runtime << " kernel_ms " << it.result.kernel_runtime << " speedup "
+             << it.result.speedup << " (" << it.wall_s << " s";
+        double waited = AdmissionWait(it.result);
+        if (waited > 0) line << ", " << waited << " s of it waiting for memory";
+        line << ") " << it.result.outcome_detail.substr(0, 160) << "\n";
         std::lock_guard<std::mutex> l(mu);
-        // One line per result as it lands, so a run cut short still leaves its raw numbers.
-        std::cerr << req.task_id << ": " << kgym::OutcomeName(it.result.outcome) << " ref_ms "
-                  << it.result.reference_runtime << " kernel_ms " << it.result.kernel_runtime << " speedup "
-                  << it.result.speedup << " (" << it.wall_s << " s) " << it.result.outcome_detail.substr(0, 160)
-                  << "\n";
+        std::fputs(line.str().c_str(), stderr);
       }
     };
     std::vector<std::thread> pool;
@@ -135,10 +156,20 @@ KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task sui
                   it.result.kernel_runtime, it.result.speedup, ok ? "yes" : "NO");
       nlohmann::json j = it.result.ToJson();
       j["suite"] = {{"level", it.level}, {"task", it.task}, {"kind", it.kind}, {"as_expected", ok},
-                    {"wall_s", it.wall_s}};
+                    {"wall_s", it.wall_s}, {"memory_wait_s", AdmissionWait(it.result)}};
       raw.push_back(j);
     }
     std::printf("\n%d of %zu solutions as expected (device %s)\n", expected, items.size(), device.c_str());
+    kgym::AdmissionStats as;
+    if (ev->Admission(&as)) {
+      std::printf("memory admission: budget %s, %lld of %lld evaluations waited for memory (%.1f s in all), %lld ran "
+                  "alone as larger than the budget\n",
+                  kgym::FormatGB(as.budget_bytes).c_str(), static_cast<long long>(as.waited_total),
+                  static_cast<long long>(as.admitted_total), as.wait_seconds_total,
+                  static_cast<long long>(as.oversized_total));
+    } else {
+      std::printf("memory admission: off\n");
+    }
     if (!f->out.empty()) std::ofstream(f->out) << raw.dump(1) << "\n";
     return 0;
   };

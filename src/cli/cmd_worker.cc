@@ -23,7 +23,7 @@ struct WorkerFlags {
 
 int RunWorker(const WorkerFlags& f) {
   std::unique_ptr<kgym::Evaluator> ev;
-  kgym::Status s = kgym::MakeEvaluator(f.evaluator, &ev);
+  kgym::Status s = kgym::MakeEvaluator(f.evaluator, &ev, "kgym worker");
   if (!s.ok()) {
     std::fprintf(stderr, "kgym worker: %s\n", s.ToString().c_str());
     return 1;
@@ -75,6 +75,8 @@ KGYM_REGISTER_COMMAND("worker", "evaluate jobs from a kgym serve --redis API nod
   sub->add_option("--sim-sleep", f->evaluator.sim_sleep_s, "simulated evaluation time in seconds");
   sub->add_option("--sim-journal", f->evaluator.sim_journal, "simulated evaluator: append start/end lines here");
   sub->add_flag("--unsafe-no-sandbox", f->evaluator.unsafe_no_sandbox, "evaluate without the sandbox");
+  sub->add_option("--mem-budget", f->evaluator.mem_budget_gb,
+                  "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
   return [f] { return RunWorker(*f); };
 });
 

@@ -1,5 +1,6 @@
 #include "eval/admission.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -57,8 +58,9 @@ bool MemoryAdmission::FitsLocked(const Entry& e) const {
   uint64_t own = e.fp.known ? e.fp.Total() : UnknownBytes();
   if (own > opt_.budget_bytes) return false;  // larger than everything: only alone
   if (!e.fp.known) {
-    for (const auto& [id, other] : in_flight_)
-      if (!other.fp.known) return false;  // one unknown footprint at a time
+    int unknown = 0;
+    for (const auto& [id, other] : in_flight_) unknown += !other.fp.known;
+    if (unknown >= std::max(1, opt_.max_unknown_in_flight)) return false;  // few unknown footprints at a time
   }
   return ReservedLocked(&e, nullptr) <= opt_.budget_bytes;
 }
@@ -67,6 +69,10 @@ void MemoryAdmission::ScanLocked() {
   bool any = false;
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
     if (it->admitted) continue;
+    if (!it->config_key.empty() && !it->fp.known) {  // learned while it waited?
+      auto l = learned_.find(it->config_key);
+      if (l != learned_.end()) it->fp = l->second;
+    }
     if (FitsLocked(*it)) {
       it->admitted = true;
       in_flight_.emplace(it->id, *it);
@@ -83,10 +89,39 @@ void MemoryAdmission::ScanLocked() {
 std::unique_ptr<MemoryAdmission::Ticket> MemoryAdmission::Admit(const Footprint& fp, const std::string& label,
                                                                 const std::atomic<bool>* cancel,
                                                                 const std::function<void()>& on_wait) {
+  return AdmitEntry(Entry{0, "", fp, label, 0, false}, cancel, on_wait);
+}
+
+std::unique_ptr<MemoryAdmission::Ticket> MemoryAdmission::AdmitConfig(const std::string& config_key,
+                                                                      const std::string& label,
+                                                                      const std::atomic<bool>* cancel,
+                                                                      const std::function<void()>& on_wait) {
+  return AdmitEntry(Entry{0, config_key, Footprint{}, label, 0, false}, cancel, on_wait);
+}
+
+void MemoryAdmission::Learn(const std::string& config_key, const Footprint& m) {
+  if (!m.known) return;
+  std::lock_guard<std::mutex> l(mu_);
+  Footprint& f = learned_[config_key];
+  f.known = true;
+  f.shared_key = m.shared_key;  // peaks vary from run to run: keep the largest seen
+  f.shared_bytes = std::max(f.shared_bytes, m.shared_bytes);
+  f.private_bytes = std::max(f.private_bytes, m.private_bytes);
+}
+
+Footprint MemoryAdmission::Known(const std::string& config_key) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = learned_.find(config_key);
+  return it == learned_.end() ? Footprint{} : it->second;
+}
+
+std::unique_ptr<MemoryAdmission::Ticket> MemoryAdmission::AdmitEntry(Entry entry, const std::atomic<bool>* cancel,
+                                                                     const std::function<void()>& on_wait) {
   auto t0 = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> l(mu_);
-  uint64_t id = next_id_++;
-  auto me = waiting_.insert(waiting_.end(), Entry{id, fp, label, 0, false});
+  entry.id = next_id_++;
+  uint64_t id = entry.id;
+  auto me = waiting_.insert(waiting_.end(), std::move(entry));
   ScanLocked();
   bool waited = false;
   while (!me->admitted) {
@@ -108,6 +143,8 @@ std::unique_ptr<MemoryAdmission::Ticket> MemoryAdmission::Admit(const Footprint&
     // Woken by releases; the timeout re-checks what the resident callback reports (the cache changes on its own).
     if (cv_.wait_for(l, std::chrono::milliseconds(200)) == std::cv_status::timeout) ScanLocked();
   }
+  Footprint fp = me->fp;
+  std::string label = me->label;
   uint64_t own = fp.known ? fp.Total() : UnknownBytes();
   bool oversized = opt_.budget_bytes > 0 && own > opt_.budget_bytes;
   waiting_.erase(me);
@@ -127,6 +164,7 @@ std::unique_ptr<MemoryAdmission::Ticket> MemoryAdmission::Admit(const Footprint&
   t->id_ = id;
   t->waited_s_ = waited ? waited_s : 0;
   t->oversized_ = oversized;
+  t->known_ = fp.known;
   t->reserved_ = own;
   return t;
 }

@@ -11,8 +11,11 @@
 //   shared key (the reference data, which evaluations of one task share) among those in flight and those the
 //   `resident` callback reports as still held (the reference cache), plus a fixed reservation per evaluation of
 //   unknown footprint.
-// - Unknown footprint (the first evaluation of a task configuration): admitted only while no other unknown one is
-//   in flight, with `unknown_bytes` reserved; the caller learns its footprint from the result (admitted_evaluator.h).
+// - Footprints per configuration: Admit(config_key, ...) uses what Learn() recorded for that key (the largest
+//   measurement so far), re-read while it waits, so an evaluation queued behind the first of its configuration is
+//   admitted with the footprint that first one measured.
+// - Unknown footprint (the first evaluation of a configuration): admitted only while fewer than
+//   `max_unknown_in_flight` (default 1) other unknown ones are in flight, with `unknown_bytes` reserved.
 // - Order: waiters are considered in arrival order, and a later one that fits may overtake an earlier one that
 //   does not, but each waiter is overtaken at most `max_bypass` times: after that nobody behind it is admitted
 //   until it is, so a large evaluation is not starved by a stream of small ones.
@@ -50,6 +53,7 @@ struct AdmissionOptions {
   uint64_t budget_bytes = 0;   // 0 = off
   uint64_t unknown_bytes = 0;  // reserved for an evaluation of unknown footprint; 0 = budget_bytes / 2
   int max_bypass = 4;
+  int max_unknown_in_flight = 1;
   ResidentFn resident;         // may be empty
   bool log_oversized = true;   // the stderr line when an evaluation larger than the budget is admitted
 };
@@ -75,6 +79,7 @@ class MemoryAdmission {
     Ticket& operator=(const Ticket&) = delete;
     double waited_s() const { return waited_s_; }
     bool oversized() const { return oversized_; }
+    bool footprint_known() const { return known_; }
     uint64_t reserved_bytes() const { return reserved_; }  // what this evaluation added when it was admitted
 
    private:
@@ -84,6 +89,7 @@ class MemoryAdmission {
     uint64_t id_ = 0;
     double waited_s_ = 0;
     bool oversized_ = false;
+    bool known_ = false;
     uint64_t reserved_ = 0;
   };
 
@@ -94,6 +100,13 @@ class MemoryAdmission {
   // only when *cancel became true while waiting. on_wait runs once (without the lock) if it has to wait.
   std::unique_ptr<Ticket> Admit(const Footprint& fp, const std::string& label,
                                 const std::atomic<bool>* cancel = nullptr, const std::function<void()>& on_wait = {});
+  // The same with the footprint Learn() recorded for `config_key` (unknown until then).
+  std::unique_ptr<Ticket> AdmitConfig(const std::string& config_key, const std::string& label,
+                                      const std::atomic<bool>* cancel = nullptr,
+                                      const std::function<void()>& on_wait = {});
+  // Records a measured footprint for `config_key`; later admissions of that key reserve the largest one seen.
+  void Learn(const std::string& config_key, const Footprint& measured);
+  Footprint Known(const std::string& config_key) const;  // known == false if never learned
 
   AdmissionStats Stats() const;
   const AdmissionOptions& options() const { return opt_; }
@@ -101,6 +114,7 @@ class MemoryAdmission {
  private:
   struct Entry {
     uint64_t id;
+    std::string config_key;  // "" = fp as given
     Footprint fp;
     std::string label;
     int bypassed = 0;
@@ -112,6 +126,7 @@ class MemoryAdmission {
   bool FitsLocked(const Entry& e) const;
   void ScanLocked();  // admits what can be admitted, in order
   void Release(uint64_t id);
+  std::unique_ptr<Ticket> AdmitEntry(Entry e, const std::atomic<bool>* cancel, const std::function<void()>& on_wait);
 
   AdmissionOptions opt_;
   mutable std::mutex mu_;
@@ -119,6 +134,7 @@ class MemoryAdmission {
   uint64_t next_id_ = 1;
   std::list<Entry> waiting_;           // arrival order
   std::map<uint64_t, Entry> in_flight_;
+  std::map<std::string, Footprint> learned_;  // config key -> largest measured footprint
   AdmissionStats counters_;            // the *_total fields
 };
 

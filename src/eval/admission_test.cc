@@ -151,6 +151,27 @@ TEST(MemoryAdmission, UnknownFootprintsOneAtATime) {
   ASSERT_TRUE(Admitted(u2));
 }
 
+TEST(MemoryAdmission, QueuedBehindTheFirstOfItsConfigurationUsesItsMeasurement) {
+  AdmissionOptions o = Budget(1000);
+  o.unknown_bytes = 100;
+  MemoryAdmission a(o);
+  Ticket first = a.AdmitConfig("cfg", "first");
+  EXPECT_FALSE(first->footprint_known());
+  auto second = std::async(std::launch::async, [&] { return a.AdmitConfig("cfg", "second"); });
+  WaitForWaiting(&a, 1);
+  EXPECT_TRUE(Blocked(second));  // one unknown at a time
+  a.Learn("cfg", Known(300, "ref", 400));
+  first.reset();
+  ASSERT_TRUE(Admitted(second));
+  Ticket t2 = second.get();
+  EXPECT_TRUE(t2->footprint_known());
+  EXPECT_EQ(t2->reserved_bytes(), 700u);
+  a.Learn("cfg", Known(200, "ref", 500));  // the largest of each part is kept
+  EXPECT_EQ(a.Known("cfg").shared_bytes, 500u);
+  EXPECT_EQ(a.Known("cfg").private_bytes, 300u);
+  EXPECT_FALSE(a.Known("other").known);
+}
+
 TEST(MemoryAdmission, LargeWaiterOvertakenAtMostMaxBypassTimes) {
   MemoryAdmission a(Budget(100, /*max_bypass=*/2));
   Ticket s0 = a.Admit(Known(40), "s0");
@@ -306,6 +327,20 @@ TEST(AdmittedEvaluator, LimitsConcurrencyByLearnedFootprint) {
   }
 }
 
+TEST(AdmittedEvaluator, SecondOfAConfigurationWaitsForTheFirstsMeasurement) {
+  auto fake = std::make_unique<FakeEvaluator>();
+  fake->sleep_ms_ = 300;
+  AdmittedEvaluator ev(std::move(fake), Budget(100000));
+  auto a = std::async(std::launch::async, [&] { return ev.Evaluate(Request()); });
+  AdmissionStats s;
+  for (int i = 0; i < 200 && (ev.Admission(&s), s.in_flight) == 0; ++i) std::this_thread::sleep_for(5ms);
+  EvalResult b = ev.Evaluate(Request());
+  EXPECT_EQ(a.get().metadata["memory_admission"]["footprint_known"], false);
+  EXPECT_EQ(b.metadata["memory_admission"]["footprint_known"], true);
+  EXPECT_EQ(b.metadata["memory_admission"]["reserved_bytes"], 900);
+  EXPECT_GT(b.metadata["memory_admission"]["waited_s"].get<double>(), 0);
+}
+
 TEST(AdmittedEvaluator, CancelWhileWaitingRunsNothing) {
   auto fake = std::make_unique<FakeEvaluator>();
   fake->sleep_ms_ = 1500;
@@ -354,6 +389,7 @@ TEST(HostMemory, ReadsThisMachine) {
   EXPECT_EQ(MemoryBudgetFromFlag(2.5), 2'500'000'000u);
   EXPECT_GT(MemoryBudgetFromFlag(-1), 0u);
   EXPECT_EQ(FormatGB(2'500'000'000), "2.5 GB");
+  EXPECT_EQ(FormatGB(50'000'000), "50 MB");
 }
 
 }  // namespace

@@ -58,17 +58,12 @@ Footprint AdmittedEvaluator::Measured(const EvalResult& r) {
 EvalResult AdmittedEvaluator::Evaluate(const EvalRequest& req, const ProgressFn& progress,
                                        const std::atomic<bool>* cancel) {
   std::string key = FootprintKey(req);
-  Footprint fp;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = footprints_.find(key);
-    if (it != footprints_.end()) fp = it->second;
-  }
-  auto ticket = admission_.Admit(fp, req.task_id.empty() ? "an evaluation" : req.task_id, cancel, [&] {
+  auto ticket = admission_.AdmitConfig(key, req.task_id.empty() ? "an evaluation" : req.task_id, cancel, [&] {
     if (progress) progress("memory");  // waiting for memory: visible as a phase of its own
   });
-  nlohmann::json info = {{"budget_bytes", admission_.options().budget_bytes}, {"footprint_known", fp.known}};
+  nlohmann::json info = {{"budget_bytes", admission_.options().budget_bytes}};
   if (!ticket) {
+    info["footprint_known"] = admission_.Known(key).known;
     EvalResult r;
     r.task_id = req.task_id;
     r.outcome = Outcome::kInvalid;
@@ -78,14 +73,8 @@ EvalResult AdmittedEvaluator::Evaluate(const EvalRequest& req, const ProgressFn&
   }
   EvalResult r = inner_->Evaluate(req, progress, cancel);
   Footprint m = Measured(r);
-  if (m.known) {
-    std::lock_guard<std::mutex> l(mu_);
-    Footprint& f = footprints_[key];
-    if (!f.known) f = m;
-    f.shared_key = m.shared_key;  // peaks vary from run to run: keep the largest seen
-    f.shared_bytes = std::max(f.shared_bytes, m.shared_bytes);
-    f.private_bytes = std::max(f.private_bytes, m.private_bytes);
-  }
+  admission_.Learn(key, m);  // before the ticket goes, so whoever it lets in sees the measurement
+  info["footprint_known"] = ticket->footprint_known();
   info["waited_s"] = ticket->waited_s();
   info["reserved_bytes"] = ticket->reserved_bytes();
   info["oversized"] = ticket->oversized();

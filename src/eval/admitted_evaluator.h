@@ -1,8 +1,8 @@
 // AdmittedEvaluator: an Evaluator that runs each request through MemoryAdmission (eval/admission.h) before the
-// evaluator it wraps. It keeps the measured footprint per task configuration (reference code, entry point,
-// device, size, trial counts): the first evaluation of a configuration is "unknown" (admitted only while no other
-// unknown one runs), later ones reserve what the largest earlier one measured. The measurement comes from the
-// wrapped evaluator's result metadata "host_memory" (reference bytes, bytes of trial outputs, worker peaks).
+// evaluator it wraps. Footprints are learned per task configuration (reference code, entry point, device, size,
+// trial counts): the first evaluation of a configuration is "unknown" (admitted only while no other unknown one
+// runs), later ones reserve what the largest earlier one measured. The measurement comes from the wrapped
+// evaluator's result metadata "host_memory" (reference bytes, bytes of trial outputs, worker peaks).
 //
 // Waiting for memory does not count against the request's timeout_s. A cancel while waiting returns outcome
 // "invalid" / "cancelled" without running anything. The result's metadata gains "memory_admission"
@@ -11,9 +11,7 @@
 // Thread-safe like every Evaluator.
 #pragma once
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "eval/admission.h"
@@ -41,8 +39,6 @@ class AdmittedEvaluator : public Evaluator {
  private:
   std::unique_ptr<Evaluator> inner_;
   MemoryAdmission admission_;
-  std::mutex mu_;
-  std::map<std::string, Footprint> footprints_;
 };
 
 // The memory budget a `--mem-budget GB` flag asks for: < 0 = the default (70 % of what the host or cgroup has

@@ -91,8 +91,10 @@ uint64_t ProcessPeakPrivateBytes(pid_t pid) {
 
 std::string FormatGB(uint64_t bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(bytes) / 1e9);
-  if (bytes > 0 && bytes < 50'000'000) std::snprintf(buf, sizeof buf, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  if (bytes >= 1'000'000'000)
+    std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f MB", static_cast<double>(bytes) / 1e6);
   return buf;
 }
 

@@ -26,7 +26,7 @@ uint64_t DefaultMemoryBudget(double fraction = 0.7);
 // 0 if the process is gone or /proc does not tell.
 uint64_t ProcessPeakPrivateBytes(pid_t pid);
 
-// "12.3 GB" (decimal gigabytes, one decimal), for log lines.
+// "12.3 GB" (decimal units; "850 MB" below 1 GB), for log lines.
 std::string FormatGB(uint64_t bytes);
 
 }  // namespace kgym

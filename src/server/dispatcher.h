@@ -6,6 +6,9 @@
 #include <memory>
 #include <string>
 
+#include <optional>
+
+#include "eval/admission.h"
 #include "eval/evaluator.h"
 #include "sched/scheduler.h"
 
@@ -14,6 +17,7 @@ namespace kgym {
 struct DispatchStats {
   SchedulerStats sched;         // local mode: everything; redis mode: queued/running from Redis
   nlohmann::json workers = nlohmann::json::object();  // worker id -> {device, status, last_heartbeat, ...}
+  std::optional<AdmissionStats> memory;  // local mode with a memory budget (eval/admission.h)
 };
 
 class Dispatcher {

@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include "sched/simulated_evaluator.h"
+#ifdef KGYM_HAVE_EVAL
+#include "eval/admitted_evaluator.h"
+#endif
 
 namespace kgym {
 
-Status MakeEvaluator(const EvaluatorChoice& choice, std::unique_ptr<Evaluator>* out) {
+Status MakeEvaluator(const EvaluatorChoice& choice, std::unique_ptr<Evaluator>* out, const std::string& who) {
   if (choice.kind == "simulated") {
     SimulatedEvaluatorOptions o;
     o.default_sleep_s = choice.sim_sleep_s;
@@ -21,8 +24,9 @@ Status MakeEvaluator(const EvaluatorChoice& choice, std::unique_ptr<Evaluator>* 
 #ifdef KGYM_HAVE_EVAL
   EvaluatorOptions o;
   o.sandbox = !choice.unsafe_no_sandbox;
-  return Evaluator::Create(o, out);
+  return CreateEvaluatorWithBudget(o, MemoryBudgetFromFlag(choice.mem_budget_gb), who, out);
 #else
+  (void)who;
   return Status::Unavailable("this build has no evaluator (src/eval); use --evaluator simulated");
 #endif
 }

@@ -15,8 +15,12 @@ struct EvaluatorChoice {
   bool unsafe_no_sandbox = false;
   double sim_sleep_s = 0;
   std::string sim_journal;
+  // Host memory (GB) the evaluations in flight may hold (real evaluator only): < 0 = 70 % of what the host or
+  // cgroup has available at start, 0 = no limit. See eval/admitted_evaluator.h.
+  double mem_budget_gb = -1;
 };
 
-Status MakeEvaluator(const EvaluatorChoice& choice, std::unique_ptr<Evaluator>* out);
+// `who` names the command in the one line that reports the memory budget.
+Status MakeEvaluator(const EvaluatorChoice& choice, std::unique_ptr<Evaluator>* out, const std::string& who = "kgym");
 
 }  // namespace kgym

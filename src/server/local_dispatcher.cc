@@ -29,6 +29,8 @@ class LocalDispatcher : public Dispatcher {
   DispatchStats Stats() override {
     DispatchStats s;
     s.sched = sched_->Stats();
+    AdmissionStats mem;
+    if (evaluator_->Admission(&mem)) s.memory = mem;
     for (auto& d : s.sched.devices)
       s.workers["local_" + d.name] = {{"device", d.name},
                                       {"status", "online"},

@@ -38,6 +38,25 @@ std::string PrometheusText(const ServiceStats& st) {
   for (const auto& d : s.devices)
     o << "kgym_device_busy_fraction{device=\"" << d.name << "\"} " << (d.uptime_s > 0 ? d.busy_s / d.uptime_s : 0)
       << "\n";
+  if (const auto& m = st.dispatch.memory) {
+    metric("kgym_memory_budget_bytes", "gauge", "Host memory the evaluations in flight may hold (--mem-budget).");
+    o << "kgym_memory_budget_bytes " << m->budget_bytes << "\n";
+    metric("kgym_memory_reserved_bytes", "gauge",
+           "Host memory reserved by evaluations in flight plus cached reference data, as admission counts it.");
+    o << "kgym_memory_reserved_bytes " << m->reserved_bytes << "\n";
+    metric("kgym_memory_resident_bytes", "gauge", "Of the reserved bytes, reference data cached between evaluations.");
+    o << "kgym_memory_resident_bytes " << m->resident_bytes << "\n";
+    metric("kgym_memory_admission_in_flight", "gauge", "Evaluations admitted and not finished.");
+    o << "kgym_memory_admission_in_flight " << m->in_flight << "\n";
+    metric("kgym_memory_admission_waiting", "gauge", "Evaluations holding a slot but waiting for memory.");
+    o << "kgym_memory_admission_waiting " << m->waiting << "\n";
+    metric("kgym_memory_admission_waits_total", "counter", "Admissions that had to wait for memory.");
+    o << "kgym_memory_admission_waits_total " << m->waited_total << "\n";
+    metric("kgym_memory_admission_wait_seconds_total", "counter", "Time evaluations spent waiting for memory.");
+    o << "kgym_memory_admission_wait_seconds_total " << m->wait_seconds_total << "\n";
+    metric("kgym_memory_admission_oversized_total", "counter", "Evaluations larger than the budget, run alone.");
+    o << "kgym_memory_admission_oversized_total " << m->oversized_total << "\n";
+  }
   metric("kgym_uptime_seconds", "gauge", "Seconds since the server started.");
   o << "kgym_uptime_seconds " << st.uptime_s << "\n";
   return o.str();
