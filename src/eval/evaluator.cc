@@ -20,7 +20,6 @@
 #include <random>
 #include <sstream>
 
-#include "eval/host_memory.h"
 #include "eval/policy.h"
 #include "eval/reference.h"
 #include "eval/tensor.h"
@@ -496,7 +495,6 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
     if (!ev.empty()) ref->notes["reference_cuda_event_median_ms"] = ComputeTimingStats(ev).median;
   }
   for (auto& [k2, v] : w->notes().items()) ref->notes[k2] = v;
-  ref->notes["reference_worker_peak_bytes"] = ProcessPeakPrivateBytes(w->harness_pid());  // for memory admission
   w->Send({{"type", "finish"}});
   WorkerExit e;
   w->WaitExit(Clock::now() + seconds(5), &e);
@@ -514,12 +512,8 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   std::unique_ptr<WorkerSession> w;
   Status s = StartCandidate(req, dl, &w);
   if (w) w->SetCancel(cancel_);
-  uint64_t worker_peak = 0;  // the worker's peak private memory, for memory admission (read before it exits)
-  auto sample_peak = [&] { worker_peak = std::max(worker_peak, w ? ProcessPeakPrivateBytes(w->harness_pid()) : 0); };
   auto finish_output = [&] {
     if (!w) return;
-    sample_peak();
-    if (worker_peak > 0) md["host_memory"]["candidate_worker_peak_bytes"] = worker_peak;
     WorkerExit e;
     w->WaitExit(Clock::now() + seconds(3), &e);
     md["stdout_tail"] = w->Output();
@@ -694,7 +688,6 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   Fail(r, Outcome::kCorrect, "correct on " + std::to_string(passed) + " trials");
 
   if (!req.measure_performance || !ref.timing) {
-    sample_peak();
     w->Send({{"type", "finish"}});
     return finish_output();
   }
@@ -790,7 +783,6 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   auto self_stats = ComputeTimingStats(self);
   md["kernel_self_reported_median_ms"] = self_stats.median;
   if (!ev.empty()) md["kernel_cuda_event_median_ms"] = ComputeTimingStats(ev).median;
-  sample_peak();
   w->Send({{"type", "finish"}});
   finish_output();
 }
