@@ -444,16 +444,32 @@ def _send_values(sock, header, groups):
         tensors.close_fds(fds)
 
 
-def _variant(values, variant):
+_SPARSE_SPIKES = 8  # nonzeros per tensor in the "sparse" trial
+
+
+def _variant(values, variant, seed=0):
     if variant == "default":
         return values
-    out = []
-    for v in values:
-        if isinstance(v, _Tensor) and v.is_floating_point() and v.numel() > 1:
-            # Signed and wider than the task's own draw, so shortcuts that rely on U[0,1) inputs fail.
-            out.append(((v.float() - v.float().mean()) * 3.0).to(v.dtype))
-        else:
-            out.append(v)
+    out = [((v.float() - v.float().mean()) * 3.0).to(v.dtype)
+           if isinstance(v, _Tensor) and v.is_floating_point() and v.numel() > 1 else v for v in values]
+    if variant != "sparse":
+        # Signed and wider than the task's own draw, so shortcuts that rely on U[0,1) inputs fail.
+        return out
+    # A few nonzeros at random places, zero elsewhere, with magnitudes falling by 4x from one to the next across all
+    # inputs: one element carries most of every sum. A kernel that skips elements (every second row, one block of a
+    # reduction, then rescales) either misses it or counts it twice, an error of 50 % or more whatever the seed.
+    g = torch.Generator().manual_seed(int(seed))
+    big = [i for i, v in enumerate(values) if isinstance(v, _Tensor) and v.is_floating_point() and v.numel() >= 64]
+    ranks = torch.randperm(len(big) * _SPARSE_SPIKES, generator=g).tolist()
+    for n, i in enumerate(big):
+        v = values[i]
+        scale = 3.0 * max(1.0, float(v.float().abs().max()))
+        rank = torch.tensor(ranks[n * _SPARSE_SPIKES:(n + 1) * _SPARSE_SPIKES], dtype=torch.float64)
+        sign = torch.randint(0, 2, (_SPARSE_SPIKES,), generator=g).to(torch.float64) * 2 - 1
+        idx = torch.randint(0, v.numel(), (_SPARSE_SPIKES,), generator=g)
+        flat = torch.zeros(v.numel(), dtype=torch.float64)
+        flat[idx] = sign * scale * torch.pow(4.0, -rank)
+        out[i] = flat.reshape(v.shape).to(dtype=v.dtype, device=v.device)
     return out
 
 
@@ -497,7 +513,7 @@ def serve_reference(sock, r, job):
         except BaseException as e:  # noqa: BLE001
             detail, tb = _describe(e, r.filename)
             raise Reported("invalid", "inputs", "get_inputs() failed: " + detail, tb)
-        inputs = _variant(inputs, t.get("variant", "default"))
+        inputs = _variant(inputs, t.get("variant", "default"), t["seed"])
         out = _as_list(r.call(inputs, "correctness"))
         skipped = not _finite(out)
         if skipped and t.get("variant", "default") == "default":

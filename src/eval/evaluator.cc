@@ -20,6 +20,7 @@
 #include <random>
 #include <sstream>
 
+#include "eval/host_memory.h"
 #include "eval/policy.h"
 #include "eval/reference.h"
 #include "eval/tensor.h"
@@ -272,6 +273,32 @@ nlohmann::json EvaluatorImpl::Policy(const EvalRequest& req, const std::string& 
   return BuildPolicy(in);
 }
 
+// Threads of the harness process before and after each call, read by the supervisor from /proc: a candidate
+// that switches off the harness's in-process inspection still cannot hide a thread that outlives its call (left
+// running, or still finishing work forward pretended to have done). A pool made lazily on the first call grows the
+// count once; a thread per call, or deferred work, on every call.
+struct ThreadWatch {
+  pid_t pid = -1;
+  int before = -1;
+  int calls = 0, grew = 0, first = -1, last = -1;
+  void Before() { before = ProcessThreads(pid); }
+  void After() {
+    int after = ProcessThreads(pid);
+    if (before < 0 || after < 0) return;
+    ++calls;
+    if (first < 0) first = before;
+    last = after;
+    if (after > before) ++grew;
+  }
+  static constexpr int kGrowthCalls = 2;
+  bool Suspicious() const { return grew >= kGrowthCalls; }
+  std::string Evidence() const {
+    return "the worker process had more threads when a call returned than when it began in " + std::to_string(grew) +
+           " of " + std::to_string(calls) + " calls (" + std::to_string(first) + " threads before the first, " +
+           std::to_string(last) + " after the last), seen from outside the worker";
+  }
+};
+
 // Timing-pool sets kept out of the rotation: each is used for one timed call only (see TimedCalls).
 constexpr int kFreshSets = 3;
 int FreshSets(int pool) { return pool >= kFreshSets + 2 ? kFreshSets : 0; }
@@ -284,7 +311,7 @@ int FreshSets(int pool) { return pool >= kFreshSets + 2 ? kFreshSets : 0; }
 Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fresh_sets, double flush_mb,
                   uint64_t seed, const Deadline& dl, const std::function<bool(int call, int set, const Frame&)>& verify,
                   std::vector<double>* trusted, std::vector<double>* self_ms, std::vector<double>* event_ms,
-                  std::vector<double>* fresh_ms) {
+                  std::vector<double>* fresh_ms, ThreadWatch* threads) {
   Frame f;
   Status s = w->Send({{"type", "timing"}, {"flush_mb", flush_mb}});
   if (s.ok()) s = w->RecvReply(dl.at, &f);
@@ -308,6 +335,7 @@ Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fres
     if (!s.ok()) return s;
     if (armed.header.value("type", "") == "error") return Status::InvalidArgument(armed.header.dump());
     if (armed.header.value("type", "") != "armed") return Status::Internal("worker broke the timing protocol");
+    if (into && threads) threads->Before();
     Clock::time_point t0 = Clock::now();
     s = w->Send({{"type", "go"}, {"call", id}});
     if (s.ok()) s = w->RecvReply(dl.at, &done);
@@ -315,6 +343,7 @@ Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fres
     if (done.header.value("type", "") == "error") return Status::InvalidArgument(done.header.dump());
     if (done.header.value("type", "") != "done") return Status::Internal("worker broke the timing protocol");
     if (!into) return Status::Ok();
+    if (threads) threads->After();
     into->push_back(duration<double, std::milli>(done.received - t0).count());
     if (into == trusted) {
       self_ms->push_back(done.header.value("self_ms", -1.0));
@@ -402,6 +431,7 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
   int n = std::max(1, req.num_correct_trials);
   for (int i = 0; i < n; ++i) trials.push_back({{"seed", Mix(base + 100 + i) % (1ull << 31)}, {"variant", "default"}});
   trials.push_back({{"seed", Mix(base + 99) % (1ull << 31)}, {"variant", "signed"}});
+  trials.push_back({{"seed", Mix(base + 98) % (1ull << 31)}, {"variant", "sparse"}});
   nlohmann::json pool_seeds = nlohmann::json::array();
   // The pool size is settled once the first trial shows how large one input set is (see below).
   int pool = req.measure_performance ? std::clamp(req.num_perf_trials, 1, 16) + kFreshSets : 0;
@@ -481,7 +511,7 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
     std::vector<double> trusted, self, ev, fresh;
     s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials), pool - FreshSets(pool), 0,
                    req.device == "cuda" ? 256 : 0, base + 7, dl, [](int, int, const Frame&) { return true; },
-                   &trusted, &self, &ev, &fresh);
+                   &trusted, &self, &ev, &fresh, nullptr);
     if (!s.ok()) {
       if (s.code() == Status::Code::kInvalidArgument) {
         auto h = nlohmann::json::parse(s.message(), nullptr, false);
@@ -495,6 +525,7 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
     if (!ev.empty()) ref->notes["reference_cuda_event_median_ms"] = ComputeTimingStats(ev).median;
   }
   for (auto& [k2, v] : w->notes().items()) ref->notes[k2] = v;
+  ref->notes["reference_worker_peak_bytes"] = ProcessPeakPrivateBytes(w->harness_pid());  // for memory admission
   w->Send({{"type", "finish"}});
   WorkerExit e;
   w->WaitExit(Clock::now() + seconds(5), &e);
@@ -512,8 +543,12 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   std::unique_ptr<WorkerSession> w;
   Status s = StartCandidate(req, dl, &w);
   if (w) w->SetCancel(cancel_);
+  uint64_t worker_peak = 0;  // the worker's peak private memory, for memory admission (read before it exits)
+  auto sample_peak = [&] { worker_peak = std::max(worker_peak, w ? ProcessPeakPrivateBytes(w->harness_pid()) : 0); };
   auto finish_output = [&] {
     if (!w) return;
+    sample_peak();
+    if (worker_peak > 0) md["host_memory"]["candidate_worker_peak_bytes"] = worker_peak;
     WorkerExit e;
     w->WaitExit(Clock::now() + seconds(3), &e);
     md["stdout_tail"] = w->Output();
@@ -606,6 +641,8 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   std::vector<const ReferenceTrial*> used_trials;
   nlohmann::json trial_log = nlohmann::json::array();
   std::string first_problem;
+  ThreadWatch threads;
+  threads.pid = w->harness_pid();
   for (const auto& t : ref.trials) {
     if (t.skipped) continue;
     ++used;
@@ -613,9 +650,11 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     std::string p;
     std::vector<std::shared_ptr<const Region>> regions;  // the reference's sealed inputs, shared without a copy
     EncodeValues(t.inputs, "inputs", &h, &p, &regions);
+    threads.Before();
     s = w->Send(h, p, regions);
     if (s.ok()) s = w->RecvReply(dl.at, &f);
     if (!s.ok()) return fail_session(s);
+    threads.After();
     if (f.header.value("type", "") == "error") {
       harness_error(f);
       return finish_output();
@@ -660,6 +699,11 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     md["correctness_issue"] = first_problem;
     return finish_output();
   }
+  md["correctness_thread_growth_calls"] = threads.grew;
+  if (threads.Suspicious()) {
+    Fail(r, Outcome::kHacked, "hacked (thread injection): " + threads.Evidence());
+    return finish_output();
+  }
   // Sensitivity: when the reference's outputs differ between trials, the candidate's must too.
   if (cand_outs.size() >= 2) {
     bool ref_varies = false, cand_varies = false;
@@ -688,6 +732,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   Fail(r, Outcome::kCorrect, "correct on " + std::to_string(passed) + " trials");
 
   if (!req.measure_performance || !ref.timing) {
+    sample_peak();
     w->Send({{"type", "finish"}});
     return finish_output();
   }
@@ -724,12 +769,14 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     return true;
   };
   std::vector<double> trusted, self, ev, fresh;
+  ThreadWatch timed_threads;  // counted afresh: growth on the first trial (a lazy pool) does not carry over
+  timed_threads.pid = w->harness_pid();
   {
     std::lock_guard<std::mutex> timing(TimingLock(req));
     int sets = static_cast<int>(ref.pool.size());
     s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials), sets - FreshSets(sets),
                    FreshSets(sets), req.device == "cuda" ? 256 : 0, Mix(secret_ ^ 0x5eed), dl, verify, &trusted, &self,
-                   &ev, &fresh);
+                   &ev, &fresh, &timed_threads);
   }
   if (s.code() == Status::Code::kInvalidArgument) {
     Frame ef;
@@ -747,6 +794,12 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     r->correctness = false;
     Fail(r, Outcome::kHacked, "hacked (" + e[0].get<std::string>() + ") during timing: " + e[1].get<std::string>());
     md["hack_evidence"] = w->evidence();
+    return finish_output();
+  }
+  md["timing_thread_growth_calls"] = timed_threads.grew;
+  if (timed_threads.Suspicious()) {
+    r->correctness = false;
+    Fail(r, Outcome::kHacked, "hacked (thread injection) during timing: " + timed_threads.Evidence());
     return finish_output();
   }
   if (!timed_problem.empty()) {
@@ -783,6 +836,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   auto self_stats = ComputeTimingStats(self);
   md["kernel_self_reported_median_ms"] = self_stats.median;
   if (!ev.empty()) md["kernel_cuda_event_median_ms"] = ComputeTimingStats(ev).median;
+  sample_peak();
   w->Send({{"type", "finish"}});
   finish_output();
 }

@@ -12,7 +12,8 @@
 namespace kgym {
 
 struct ReferenceTrial {
-  std::string variant;  // "default" (the task's own get_inputs) or "signed" (wider, signed floats)
+  std::string variant;  // "default" (the task's own get_inputs), "signed" (wider, signed floats) or "sparse" (8
+                        // nonzeros per tensor of falling magnitudes, zeros elsewhere)
   bool skipped = false;  // the reference was not finite on this variant: not used
   Values inputs, outputs;
 };

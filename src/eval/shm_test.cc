@@ -6,11 +6,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "eval/shm.h"
 #include "eval/tensor.h"
 #include "eval/wire.h"
+#include "eval/worker_session.h"
 
 namespace kgym {
 namespace {
@@ -179,6 +182,53 @@ TEST(Tensor, LargeComparisonMatchesPlainLoop) {
   cmp = CompareTensors(Floats(r), Floats(c), tol);
   EXPECT_EQ(cmp.worst_index, static_cast<int64_t>(n - 3));
   EXPECT_NE(cmp.problem.find("2 of"), std::string::npos);
+}
+
+// Outputs far below atol (a wide softmax): the elementwise test would accept anything of that scale, so the error is
+// judged relative to the outputs; honest rounding (bf16-sized, 0.4 %) passes, a 30 % error does not.
+TEST(Tensor, OutputsBelowAtolAreJudgedAtTheirOwnScale) {
+  const size_t n = 1 << 16;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(0.5f, 1.5f);
+  std::vector<float> r(n), honest(n), off(n);
+  for (size_t i = 0; i < n; ++i) {
+    r[i] = u(rng) / static_cast<float>(n);  // ~1.5e-5, every value below atol = 1e-2
+    honest[i] = r[i] * (1.0f + (i % 2 ? 0.004f : -0.004f));
+    off[i] = r[i] * 0.7f;
+  }
+  Tolerance tol;
+  Comparison ok = CompareTensors(Floats(r), Floats(honest), tol);
+  EXPECT_TRUE(ok.ok) << ok.problem;
+  Comparison bad = CompareTensors(Floats(r), Floats(off), tol);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NEAR(bad.rel_l2, 0.3, 1e-3);
+  EXPECT_NE(bad.problem.find("at the outputs' scale"), std::string::npos) << bad.problem;
+  // Where some reference value reaches atol the plain elementwise test stands alone (the same 30 % error on
+  // values that small still passes it, as KernelBench's allclose would).
+  r[0] = off[0] = 0.5f;
+  std::vector<float> off2 = off;
+  off2[0] = r[0];
+  EXPECT_TRUE(CompareTensors(Floats(r), Floats(off2), tol).ok);
+  // All-zero references have no scale to judge against: exact zeros pass, anything within atol too.
+  std::vector<float> z(n, 0.0f), zc(n, 1e-4f);
+  EXPECT_TRUE(CompareTensors(Floats(z), Floats(z), tol).ok);
+  EXPECT_TRUE(CompareTensors(Floats(z), Floats(zc), tol).ok);
+}
+
+// The supervisor's thread count comes from the kernel's view of the process (/proc/PID/stat).
+TEST(ProcessThreads, SeesAThreadStartAndEnd) {
+  const int before = ProcessThreads(::getpid());
+  ASSERT_GT(before, 0);
+  std::atomic<bool> stop{false};
+  std::thread t([&] {
+    while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  EXPECT_EQ(ProcessThreads(::getpid()), before + 1);
+  stop = true;
+  t.join();
+  EXPECT_EQ(ProcessThreads(::getpid()), before);
+  EXPECT_EQ(ProcessThreads(-1), -1);
+  EXPECT_EQ(ProcessThreads(0), -1);
 }
 
 }  // namespace

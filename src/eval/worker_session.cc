@@ -1,5 +1,6 @@
 #include "eval/worker_session.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -7,9 +8,69 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace kgym {
+namespace {
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Children of `pid` (/proc/PID/task/PID/children; a scan of /proc where the kernel lacks that file).
+std::vector<pid_t> Children(pid_t pid) {
+  std::vector<pid_t> out;
+  std::string path = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children";
+  std::ifstream f(path);
+  if (f) {
+    for (pid_t c; f >> c;) out.push_back(c);
+    return out;
+  }
+  // Fallback: every /proc/N/stat whose parent field is pid.
+  if (DIR* d = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(d)) {
+      char* end = nullptr;
+      long n = std::strtol(e->d_name, &end, 10);
+      if (n <= 0 || *end != '\0') continue;
+      std::string st = ReadSmallFile(std::string("/proc/") + e->d_name + "/stat");
+      size_t close = st.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream in(st.substr(close + 1));
+      std::string state;
+      long ppid = 0;
+      if (in >> state >> ppid && ppid == pid) out.push_back(static_cast<pid_t>(n));
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+int ProcessThreads(pid_t pid) {
+  if (pid <= 0) return -1;
+  std::string s = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t close = s.rfind(')');  // the command name may hold spaces and parentheses: fields start after the last ')'
+  if (close == std::string::npos) return -1;
+  std::istringstream in(s.substr(close + 1));
+  std::string field;
+  // Fields after the name: state(3) ppid(4) ... num_threads(20).
+  for (int i = 3; i <= 20; ++i)
+    if (!(in >> field)) return -1;
+  try {
+    return std::stoi(field);
+  } catch (...) {
+    return -1;
+  }
+}
 
 Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::time_point deadline,
                             std::unique_ptr<WorkerSession>* out) {
@@ -40,6 +101,15 @@ Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::t
     return s;
   }
   w->hello_ = f.header;
+  // The harness is the deepest process of the worker's chain: the outside process itself when there is no PID
+  // namespace, else its init's only child. Nothing of the candidate has run yet, so the chain is the harness's own.
+  pid_t p = w->pid_;
+  for (int depth = 0; depth < 3; ++depth) {
+    std::vector<pid_t> kids = Children(p);
+    if (kids.size() != 1) break;
+    p = kids[0];
+  }
+  w->harness_pid_ = ProcessThreads(p) > 0 ? p : -1;
   *out = std::move(w);
   return Status::Ok();
 }

@@ -40,6 +40,9 @@ class WorkerSession {
   size_t OutputBytes();
 
   const nlohmann::json& hello() const { return hello_; }
+  // Host pid of the process that runs the harness (and the candidate's code), found from outside when the worker
+  // said hello, before any candidate code ran; -1 if /proc could not tell.
+  pid_t harness_pid() const { return harness_pid_; }
   nlohmann::json& evidence() { return evidence_; }
   nlohmann::json& notes() { return notes_; }
   bool killed() const { return killed_; }
@@ -50,6 +53,7 @@ class WorkerSession {
   const std::atomic<bool>* cancel_ = nullptr;
   int64_t job_ = 0;
   pid_t pid_ = -1;
+  pid_t harness_pid_ = -1;
   int chan_ = -1;
   bool exited_ = false, killed_ = false;
   WorkerExit exit_;
@@ -58,5 +62,9 @@ class WorkerSession {
   nlohmann::json evidence_ = nlohmann::json::array();
   nlohmann::json notes_ = nlohmann::json::object();
 };
+
+// Number of threads of a process as the kernel reports it (/proc/PID/stat), or -1. Read from outside the process,
+// so nothing the process does to its own interpreter changes the answer.
+int ProcessThreads(pid_t pid);
 
 }  // namespace kgym

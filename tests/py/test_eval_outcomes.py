@@ -27,7 +27,12 @@ def test_correct_rewrite(kgym):
     assert r["kernel_runtime"] > 0 and r["reference_runtime"] > 0
     assert r["speedup"] == pytest.approx(r["reference_runtime"] / r["kernel_runtime"])
     assert r["timing"]["kernel"]["n"] == 5
-    assert r["metadata"]["correctness_trials"] == "(6 / 6)"
+    # 5 default trials, a signed/wider one and a sparse one; nothing the candidate did grew its thread count.
+    assert r["metadata"]["correctness_trials"] == "(7 / 7)"
+    variants = [t["variant"] for t in r["correctness_detail"]["trials"]]
+    assert variants == ["default"] * 5 + ["signed", "sparse"]
+    assert r["metadata"]["correctness_thread_growth_calls"] <= 1
+    assert r["metadata"]["timing_thread_growth_calls"] <= 1
 
 
 @pytest.mark.parametrize("name,outcome,needle", [
