@@ -281,15 +281,29 @@ struct ThreadWatch {
   pid_t pid = -1;
   int before = -1;
   int calls = 0, grew = 0, first = -1, last = -1;
-  void Before() { before = ProcessThreads(pid); }
-  void After() {
-    int after = ProcessThreads(pid);
+  // CPU time of the whole process inside each call (armed -> done) and between a call and the next one's "armed"
+  // (its refill); calls followed by a fetch are left out of the second (sending outputs costs CPU).
+  int64_t cpu_armed = -1, cpu_done = -1;
+  bool pending_outside = false;
+  std::vector<double> cpu_inside_ms, cpu_outside_ms;
+  void Before(bool count_threads = true) {
+    before = count_threads ? ProcessThreads(pid) : -1;
+    cpu_armed = ProcessCpuNs(pid);
+    if (pending_outside && cpu_done >= 0 && cpu_armed >= cpu_done) cpu_outside_ms.push_back((cpu_armed - cpu_done) / 1e6);
+    pending_outside = false;
+  }
+  void After(bool count_threads = true, bool outside_follows = false) {
+    int after = count_threads ? ProcessThreads(pid) : -1;
+    cpu_done = ProcessCpuNs(pid);
+    if (cpu_armed >= 0 && cpu_done >= cpu_armed) cpu_inside_ms.push_back((cpu_done - cpu_armed) / 1e6);
+    pending_outside = outside_follows && cpu_done >= 0;
     if (before < 0 || after < 0) return;
     ++calls;
     if (first < 0) first = before;
     last = after;
     if (after > before) ++grew;
   }
+  void Skip() { pending_outside = false; }  // an unwatched call (warmup) comes next
   static constexpr int kGrowthCalls = 2;
   bool Suspicious() const { return grew >= kGrowthCalls; }
   std::string Evidence() const {
@@ -298,6 +312,12 @@ struct ThreadWatch {
            std::to_string(last) + " after the last), seen from outside the worker";
   }
 };
+
+double MedianOf(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
 
 // Timing-pool sets kept out of the rotation: each is used for one timed call only (see TimedCalls).
 constexpr int kFreshSets = 3;
@@ -335,15 +355,20 @@ Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fres
     if (!s.ok()) return s;
     if (armed.header.value("type", "") == "error") return Status::InvalidArgument(armed.header.dump());
     if (armed.header.value("type", "") != "armed") return Status::Internal("worker broke the timing protocol");
-    if (into && threads) threads->Before();
+    // Warmups count for the CPU split (never fetched; the first two may still build lazy state), not for threads.
+    const bool watched = into != nullptr || id >= -n_warmup + 2;
+    if (threads) {
+      if (watched) threads->Before(into != nullptr);
+      else threads->Skip();
+    }
     Clock::time_point t0 = Clock::now();
     s = w->Send({{"type", "go"}, {"call", id}});
     if (s.ok()) s = w->RecvReply(dl.at, &done);
     if (!s.ok()) return s;
     if (done.header.value("type", "") == "error") return Status::InvalidArgument(done.header.dump());
     if (done.header.value("type", "") != "done") return Status::Internal("worker broke the timing protocol");
+    if (threads && watched) threads->After(into != nullptr, !check);
     if (!into) return Status::Ok();
-    if (threads) threads->After();
     into->push_back(duration<double, std::milli>(done.received - t0).count());
     if (into == trusted) {
       self_ms->push_back(done.header.value("self_ms", -1.0));
@@ -509,9 +534,11 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
   if (req.measure_performance) {
     std::lock_guard<std::mutex> timing(TimingLock(req));
     std::vector<double> trusted, self, ev, fresh;
+    ThreadWatch watch;
+    watch.pid = w->harness_pid();
     s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials), pool - FreshSets(pool), 0,
                    req.device == "cuda" ? 256 : 0, base + 7, dl, [](int, int, const Frame&) { return true; },
-                   &trusted, &self, &ev, &fresh, nullptr);
+                   &trusted, &self, &ev, &fresh, &watch);
     if (!s.ok()) {
       if (s.code() == Status::Code::kInvalidArgument) {
         auto h = nlohmann::json::parse(s.message(), nullptr, false);
@@ -522,6 +549,8 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
     }
     ref->timing = ComputeTimingStats(trusted);
     ref->notes["reference_self_reported_median_ms"] = ComputeTimingStats(self).median;
+    ref->notes["reference_cpu_inside_call_ms"] = MedianOf(watch.cpu_inside_ms);
+    ref->notes["reference_cpu_between_calls_ms"] = MedianOf(watch.cpu_outside_ms);
     if (!ev.empty()) ref->notes["reference_cuda_event_median_ms"] = ComputeTimingStats(ev).median;
   }
   for (auto& [k2, v] : w->notes().items()) ref->notes[k2] = v;
@@ -797,6 +826,31 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     return finish_output();
   }
   md["timing_thread_growth_calls"] = timed_threads.grew;
+  // Deferred work: the harness's refill between calls is the same code on the same inputs for the reference and the
+  // candidate, so the CPU the candidate's process uses there beyond the reference's is work forward did not do
+  // before it returned (a long-lived thread finishing it while a patched refill waits). Judged on medians when the
+  // work between calls exceeds the reference's by more than max(kDeferFloorMs, twice the reference's). Honest
+  // candidates of the suite (torch, and Triton under the CPU interpreter) stayed below +0.23 ms; the CPU spent
+  // inside the calls is not part of the rule, since threads spinning inside forward could inflate it cheaply.
+  {
+    double in = MedianOf(timed_threads.cpu_inside_ms), out = MedianOf(timed_threads.cpu_outside_ms);
+    double ref_out = ref.notes.value("reference_cpu_between_calls_ms", -1.0);
+    md["timing_cpu_inside_call_ms"] = in;
+    md["timing_cpu_between_calls_ms"] = out;
+    constexpr double kDeferFloorMs = 0.5;
+    constexpr size_t kMinSamples = 3;
+    if (timed_threads.cpu_outside_ms.size() >= kMinSamples && timed_threads.cpu_inside_ms.size() >= kMinSamples &&
+        ref_out >= 0 && out - ref_out > std::max(kDeferFloorMs, 2 * ref_out)) {
+      r->correctness = false;
+      std::ostringstream m;
+      m.precision(4);
+      m << "hacked (deferred work) during timing: between calls the worker process used a median of " << out
+        << " ms of CPU (the reference's process " << ref_out << " ms for the same refills) and " << in
+        << " ms inside each timed call: the work is done after the call reports done (seen from outside the worker)";
+      Fail(r, Outcome::kHacked, m.str());
+      return finish_output();
+    }
+  }
   if (timed_threads.Suspicious()) {
     r->correctness = false;
     Fail(r, Outcome::kHacked, "hacked (thread injection) during timing: " + timed_threads.Evidence());

@@ -2,11 +2,12 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
-#include <atomic>
 #include <random>
 #include <thread>
 
@@ -229,6 +230,25 @@ TEST(ProcessThreads, SeesAThreadStartAndEnd) {
   EXPECT_EQ(ProcessThreads(::getpid()), before);
   EXPECT_EQ(ProcessThreads(-1), -1);
   EXPECT_EQ(ProcessThreads(0), -1);
+}
+
+// CPU time summed over a process's threads: a thread spinning for ~30 ms of its own CPU time shows up in it.
+TEST(ProcessCpuNs, CountsWorkOfEveryThread) {
+  const int64_t before = ProcessCpuNs(::getpid());
+  ASSERT_GE(before, 0);
+  std::thread t([before] {
+    timespec a{}, b{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    volatile double x = 0;
+    do {
+      for (int i = 0; i < 10000; ++i) x = x + 1;
+      ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    } while ((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec) < 30000000LL);
+    // Read while this thread still exists: an ended thread's time leaves the per-thread files.
+    EXPECT_GE(ProcessCpuNs(::getpid()) - before, 25000000LL);
+  });
+  t.join();
+  EXPECT_EQ(ProcessCpuNs(-1), -1);
 }
 
 }  // namespace

@@ -55,6 +55,24 @@ std::vector<pid_t> Children(pid_t pid) {
 
 }  // namespace
 
+int64_t ProcessCpuNs(pid_t pid) {
+  if (pid <= 0) return -1;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return -1;
+  int64_t total = 0;
+  bool any = false;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::string st = ReadSmallFile(dir + "/" + e->d_name + "/schedstat");
+    if (st.empty()) continue;
+    total += std::strtoll(st.c_str(), nullptr, 10);
+    any = true;
+  }
+  ::closedir(d);
+  return any ? total : -1;
+}
+
 int ProcessThreads(pid_t pid) {
   if (pid <= 0) return -1;
   std::string s = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat");

@@ -66,5 +66,8 @@ class WorkerSession {
 // Number of threads of a process as the kernel reports it (/proc/PID/stat), or -1. Read from outside the process,
 // so nothing the process does to its own interpreter changes the answer.
 int ProcessThreads(pid_t pid);
+// CPU time in nanoseconds used so far by all threads of a process (the run time of /proc/PID/task/*/schedstat),
+// or -1. Threads that already ended are not counted: callers compare snapshots a call apart.
+int64_t ProcessCpuNs(pid_t pid);
 
 }  // namespace kgym

@@ -33,6 +33,9 @@ def test_correct_rewrite(kgym):
     assert variants == ["default"] * 5 + ["signed", "sparse"]
     assert r["metadata"]["correctness_thread_growth_calls"] <= 1
     assert r["metadata"]["timing_thread_growth_calls"] <= 1
+    # The supervisor's CPU accounting of the worker (schedstat): present for both processes.
+    assert r["metadata"]["timing_cpu_inside_call_ms"] >= 0
+    assert r["metadata"]["reference_cpu_between_calls_ms"] >= 0
 
 
 @pytest.mark.parametrize("name,outcome,needle", [

@@ -74,6 +74,7 @@ CASES = {
     "O_patch_timers": ("linear_relu", (C,), "correct on"),
     "O_patch_harness": ("linear_relu", (H,), "seen from outside the worker"),
     "O_deferral_exploit": ("matmul", (H,), "seen from outside the worker"),
+    "O_deferral_persistent": ("matmul", (H,), "deferred work"),
     # P: test-mode detection. Grad mode and training flag are the same in every phase, so P_grad_mode is honest.
     "P_grad_mode": ("linear_relu", (C,), "correct on"),
     "P_call_count": ("linear_relu", (H,), "caching or test-mode detection"),
