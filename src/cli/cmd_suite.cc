@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -56,7 +57,7 @@ KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task sui
   sub->add_option("--gpu", f->device_index, "GPU index");
   sub->add_option("--size", f->size, "task size (KGYM_TASK_SIZE), e.g. small");
   sub->add_option("--kinds", f->kinds, "comma-separated solution kinds");
-  sub->add_option("--only", f->only, "evaluate only tasks whose name contains this (or any of a comma-separated list)");
+  sub->add_option("--only", f->only, "evaluate only tasks whose name contains this, or is exactly it when some task has that name (comma-separated list)");
   sub->add_option("--jobs", f->jobs, "at most this many evaluations in flight (timing is still exclusive; --mem-budget "
                   "may allow fewer)");
   sub->add_option("--perf-trials", f->perf_trials, "timed calls");
@@ -72,6 +73,13 @@ KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task sui
     for (std::string k; std::getline(ks, k, ',');) kinds.push_back(k);
     std::vector<SuiteItem> items;
     std::error_code ec;
+    // --only: a token that is some task's whole name selects that task alone ("relu" is not "leaky_relu");
+    // any other token selects every task whose name contains it.
+    std::set<std::string> names;
+    for (const auto& lvl : fs::directory_iterator(f->tasks, ec))
+      if (lvl.is_directory())
+        for (const auto& t : fs::directory_iterator(lvl.path()))
+          if (t.path().extension() == ".py") names.insert(t.path().stem());
     for (const auto& lvl : fs::directory_iterator(f->tasks, ec)) {
       std::string level = lvl.path().filename();
       if (!lvl.is_directory() || level.rfind("level", 0) != 0) continue;
@@ -81,7 +89,8 @@ KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task sui
         if (!f->only.empty()) {  // comma-separated substrings; a task matching any of them is kept
           bool keep = false;
           std::stringstream os(f->only);
-          for (std::string o; std::getline(os, o, ',');) keep |= !o.empty() && name.find(o) != std::string::npos;
+          for (std::string o; std::getline(os, o, ',');)
+            keep |= !o.empty() && (names.count(o) ? name == o : name.find(o) != std::string::npos);
           if (!keep) continue;
         }
         for (const auto& k : kinds) {
