@@ -3,43 +3,60 @@
 #include <cmath>
 #include <vector>
 
+#include "rl/parallel.h"
 #include "rl/returns.h"
 
 namespace kgym::rl {
 namespace {
 
 inline bool Valid(const TurnRows& rows, const uint8_t* loss_mask, size_t i) {
-  return rows.turn[i] > 0 && (loss_mask == nullptr || loss_mask[i]);
+  return (rows.turn[i] > 0) & (loss_mask == nullptr || loss_mask[i]);
 }
 
 // Leave-one-out (or plain mean) over groups of valid rows; `slot(i)` maps a valid row to its group slot.
+// Branch-free per row (padding and loss-masked rows sit at random places): invalid rows go to a spare slot
+// num_slots whose totals are never read. Per slot, adv = value·scale - offset with
+//   leave-one-out: scale = n/(n-1), offset = (sum/n)·scale;  plain mean: scale = 1, offset = sum/n;
+//   n <= 1 (baseline 0): scale = 1, offset = 0,
+// the same arithmetic as value·k - (sum/n)·k and value - sum/n (x·1 and x - 0 are exact), done once per slot.
 template <typename SlotFn>
 void GroupBaseline(const TurnRows& rows, const uint8_t* loss_mask, const double* value, size_t num_slots,
                    SlotFn slot, bool leave_one_out, double* adv) {
-  std::vector<double> sum(num_slots, 0.0);
-  std::vector<int64_t> count(num_slots, 0);
+  struct Totals {
+    double sum = 0.0;
+    int64_t count = 0;
+  };
+  std::vector<Totals> tot(num_slots + 1);
   for (size_t i = 0; i < rows.size; ++i) {
-    if (!Valid(rows, loss_mask, i)) continue;
-    const size_t s = slot(i);
-    sum[s] += value[i];
-    ++count[s];
+    const bool valid = Valid(rows, loss_mask, i);
+    const size_t s = valid ? slot(i) : num_slots;
+    tot[s].sum += value[i];
+    ++tot[s].count;
   }
-  for (size_t i = 0; i < rows.size; ++i) {
-    if (!Valid(rows, loss_mask, i)) {
-      adv[i] = 0.0;
-      continue;
-    }
-    const size_t s = slot(i);
-    const int64_t n = count[s];
+  struct Affine {
+    double scale, offset;
+  };
+  std::vector<Affine> f(num_slots + 1);
+  for (size_t s = 0; s < num_slots; ++s) {
+    const int64_t n = tot[s].count;
     if (n <= 1) {
-      adv[i] = value[i];  // baseline 0
+      f[s] = {1.0, 0.0};
     } else if (leave_one_out) {
       const double k = static_cast<double>(n) / static_cast<double>(n - 1);
-      adv[i] = value[i] * k - (sum[s] / static_cast<double>(n)) * k;
+      f[s] = {k, (tot[s].sum / static_cast<double>(n)) * k};
     } else {
-      adv[i] = value[i] - sum[s] / static_cast<double>(n);
+      f[s] = {1.0, tot[s].sum / static_cast<double>(n)};
     }
   }
+  // Rows are independent now: large batches run on a few threads.
+  detail::RunParts(detail::SplitRows(rows.size, size_t{1} << 17), [&](size_t, size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      const bool valid = Valid(rows, loss_mask, i);
+      const Affine& a = f[valid ? slot(i) : num_slots];
+      const double v = value[i] * a.scale - a.offset;
+      adv[i] = valid ? v : 0.0;
+    }
+  });
 }
 
 void ErlooNorm(const TurnRows& rows, const uint8_t* loss_mask, const double* g, size_t num_groups, double* adv) {

@@ -27,14 +27,16 @@
 namespace kgym::rl {
 
 // Token log-probs of rows in CSR form: row i owns tokens [offsets[i], offsets[i+1]). A padded
-// (rows × L) tensor is offsets[i] = i·L with token_mask = its response mask. token_mask may be null.
+// (rows × L) tensor needs no offsets: leave offsets null and set row_length = L (row i owns [i·L, (i+1)·L)),
+// with token_mask = its response mask. token_mask may be null.
 template <typename T>
 struct TokenLogProbs {
   size_t rows = 0;
-  const int64_t* offsets = nullptr;  // rows + 1 entries, non-decreasing, offsets[0] = 0
+  const int64_t* offsets = nullptr;  // rows + 1 entries, non-decreasing, offsets[0] = 0; or null, see row_length
   const T* logp_train = nullptr;
   const T* logp_rollout = nullptr;
   const uint8_t* token_mask = nullptr;
+  int64_t row_length = 0;            // tokens per row when offsets is null (> 0)
 };
 
 struct RowLogRatio {
@@ -43,7 +45,8 @@ struct RowLogRatio {
   double min = 0.0;  // +inf when count == 0
 };
 
-// Instantiated for float and double. `out` has tokens.rows entries.
+// Instantiated for float and double. `out` has tokens.rows entries. Every row is summed in token order, one
+// double accumulator (so results do not depend on the layout, the thread split or the build's instruction set).
 template <typename T>
 Status SummarizeLogRatios(const TokenLogProbs<T>& tokens, RowLogRatio* out);
 
@@ -60,11 +63,23 @@ struct MrsOptions {
   VetoScope veto_scope = VetoScope::kTurn;
 };
 
-// Row-level levels (all but token). ratio and keep have rows.size entries (ratio of a padding row: 1).
+// Row-level levels (all but token). ratio and keep have rows.size entries (ratio of a padding row: 1). Large
+// batches run on a few threads split at trajectory boundaries (same results); on an error the outputs are
+// unspecified.
 Status MismatchRejection(const TurnRows& rows, const RowLogRatio* stats, const MrsOptions& opt, double* ratio,
                          uint8_t* keep);
 
-// The same from the tokens in one pass, without materialising the row summaries.
+// The summaries as three parallel arrays of rows.size entries (what a trainer reduces where its tensors live).
+struct RowLogRatioArrays {
+  const double* sum = nullptr;
+  const int64_t* count = nullptr;
+  const double* min = nullptr;
+};
+Status MismatchRejection(const TurnRows& rows, const RowLogRatioArrays& stats, const MrsOptions& opt, double* ratio,
+                         uint8_t* keep);
+
+// The same from the tokens in one pass, without materialising the row summaries; the same results bit for bit.
+// Large batches run on a few threads split at trajectory boundaries. On an error the outputs are unspecified.
 template <typename T>
 Status MismatchRejectionFromTokens(const TurnRows& rows, const TokenLogProbs<T>& tokens, const MrsOptions& opt,
                                    double* ratio, uint8_t* keep);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 
 namespace kgym::rl {
@@ -194,6 +196,185 @@ TEST(Property, MrsKeepsATrajectoryIffItsGeometricRatioIsWithinBounds) {
       }
       i = end;
     }
+  }
+}
+
+// The row summaries as the original one-accumulator loop computes them; every fast path must match it bit for bit.
+template <typename T>
+RowLogRatio PlainSummary(const T* a, const T* b, const uint8_t* m, int64_t begin, int64_t end) {
+  RowLogRatio r{0.0, 0, std::numeric_limits<double>::infinity()};
+  for (int64_t j = begin; j < end; ++j) {
+    if (m != nullptr && !m[j]) continue;
+    const double lr = static_cast<double>(a[j]) - static_cast<double>(b[j]);
+    r.sum += lr;
+    r.min = lr < r.min ? lr : r.min;
+    ++r.count;
+  }
+  return r;
+}
+
+bool SameBits(const RowLogRatio& x, const RowLogRatio& y) {
+  return std::memcmp(&x.sum, &y.sum, sizeof(double)) == 0 && x.count == y.count &&
+         std::memcmp(&x.min, &y.min, sizeof(double)) == 0;
+}
+
+// Random float tokens with masks of any byte value, NaN / inf / huge tokens now and then.
+struct RandomTokens {
+  std::vector<int64_t> offsets{0};
+  std::vector<float> a, b;
+  std::vector<uint8_t> m;
+  RandomTokens(std::mt19937_64& rng, const std::vector<int64_t>& lengths) {
+    std::normal_distribution<float> lp(-1.0f, 0.7f), noise(0.0f, 0.01f);
+    std::uniform_int_distribution<int> byte(0, 255), rare(0, 199);
+    for (int64_t len : lengths) {
+      for (int64_t j = 0; j < len; ++j) {
+        float x = lp(rng), y = x + noise(rng);
+        const int r = rare(rng);
+        if (r == 0) y = std::numeric_limits<float>::quiet_NaN();
+        if (r == 1) x = -std::numeric_limits<float>::infinity();
+        if (r == 2) x = -1e30f;
+        if (r == 3) x = y = -0.0f;
+        a.push_back(x);
+        b.push_back(y);
+        const int k = byte(rng);
+        m.push_back(k < 40 ? 0 : static_cast<uint8_t>(k));  // ~15% masked, valid tokens not only 1
+      }
+      offsets.push_back(static_cast<int64_t>(a.size()));
+    }
+  }
+  size_t rows() const { return offsets.size() - 1; }
+};
+
+TEST(Mrs, SummariesMatchThePlainLoopBitForBitCsr) {
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<int64_t> len(0, 13);
+  std::vector<int64_t> lengths(4001);
+  for (auto& l : lengths) l = len(rng);
+  // Runs of equal lengths too (the four-row blocks), including lengths below, at and above one block of 4.
+  for (int64_t l : {1, 3, 4, 5, 7, 8, 12, 13})
+    for (int k = 0; k < 101; ++k) lengths.push_back(l);
+  RandomTokens t(rng, lengths);
+  for (const uint8_t* mask : {static_cast<const uint8_t*>(t.m.data()), static_cast<const uint8_t*>(nullptr)}) {
+    std::vector<RowLogRatio> st(t.rows());
+    ASSERT_TRUE(SummarizeLogRatios(TokenLogProbs<float>{t.rows(), t.offsets.data(), t.a.data(), t.b.data(), mask},
+                                   st.data())
+                    .ok());
+    for (size_t i = 0; i < t.rows(); ++i) {
+      const RowLogRatio want = PlainSummary(t.a.data(), t.b.data(), mask, t.offsets[i], t.offsets[i + 1]);
+      ASSERT_TRUE(SameBits(st[i], want)) << "row " << i << " length " << t.offsets[i + 1] - t.offsets[i] << ": sum "
+                                         << st[i].sum << " vs " << want.sum << ", min " << st[i].min << " vs "
+                                         << want.min << ", count " << st[i].count << " vs " << want.count;
+    }
+  }
+}
+
+TEST(Mrs, PaddedRowsNeedNoOffsetsAndMatchCsr) {
+  std::mt19937_64 rng(4);
+  for (int64_t L : {1, 2, 3, 4, 5, 8, 11, 16}) {
+    for (size_t rows : {size_t{0}, size_t{1}, size_t{6}, size_t{7}, size_t{1001}}) {
+      RandomTokens t(rng, std::vector<int64_t>(rows, L));
+      std::vector<RowLogRatio> padded(rows), csr(rows);
+      TokenLogProbs<float> p{rows, nullptr, t.a.data(), t.b.data(), t.m.data(), L};
+      ASSERT_TRUE(SummarizeLogRatios(p, padded.data()).ok());
+      ASSERT_TRUE(
+          SummarizeLogRatios(TokenLogProbs<float>{rows, t.offsets.data(), t.a.data(), t.b.data(), t.m.data()},
+                             csr.data())
+              .ok());
+      for (size_t i = 0; i < rows; ++i) {
+        ASSERT_TRUE(SameBits(padded[i], csr[i])) << "L " << L << " row " << i;
+        ASSERT_TRUE(SameBits(padded[i], PlainSummary(t.a.data(), t.b.data(), t.m.data(), t.offsets[i],
+                                                     t.offsets[i + 1])));
+      }
+    }
+  }
+  std::vector<RowLogRatio> st(1);
+  float x = 0;
+  EXPECT_FALSE(SummarizeLogRatios(TokenLogProbs<float>{1, nullptr, &x, &x, nullptr, 0}, st.data()).ok());
+}
+
+// The fused token pass (blocks of rows, threads, the turn order checked on the way) equals the row path (itself
+// threaded; summaries as structs or as three arrays), padded or CSR, float or double, on a batch large enough to
+// be split over threads, with padding rows at random places.
+TEST(Mrs, FusedPaddedTokensMatchTheRowPathOnALargeBatch) {
+  std::mt19937_64 rng(5);
+  const int64_t L = 6;
+  std::vector<int64_t> traj, turn;
+  std::uniform_int_distribution<int> real_turns(1, 3);
+  for (int64_t t = 0; traj.size() < 200000; ++t) {
+    const int k = real_turns(rng);
+    for (int c = 0; c < 3; ++c) {  // three rows per trajectory, padding first
+      traj.push_back(t);
+      turn.push_back(c >= 3 - k ? c - (3 - k) + 1 : -1);
+    }
+  }
+  const size_t n = traj.size();
+  RandomTokens t(rng, std::vector<int64_t>(n, L));
+  std::vector<double> ad(t.a.begin(), t.a.end()), bd(t.b.begin(), t.b.end());
+  TurnRows rows{n, nullptr, traj.data(), turn.data()};
+  for (auto level : {MrsLevel::kGeometric, MrsLevel::kTurn, MrsLevel::kTurnGeo, MrsLevel::kSequence}) {
+    for (auto scope : {VetoScope::kTurn, VetoScope::kTrajectory}) {
+      MrsOptions opt;
+      opt.level = level;
+      opt.veto_scope = scope;
+      opt.lower = 0.97;
+      opt.upper = 1.03;
+      opt.veto = 0.9;
+      std::vector<RowLogRatio> st(n);
+      ASSERT_TRUE(SummarizeLogRatios(TokenLogProbs<float>{n, t.offsets.data(), t.a.data(), t.b.data(), t.m.data()},
+                                     st.data())
+                      .ok());
+      std::vector<double> want_ratio(n), ratio(n), ratio_d(n);
+      std::vector<uint8_t> want_keep(n), keep(n), keep_d(n);
+      ASSERT_TRUE(MismatchRejection(rows, st.data(), opt, want_ratio.data(), want_keep.data()).ok());
+      ASSERT_TRUE(MismatchRejectionFromTokens(rows, TokenLogProbs<float>{n, nullptr, t.a.data(), t.b.data(),
+                                                                         t.m.data(), L},
+                                              opt, ratio.data(), keep.data())
+                      .ok());
+      ASSERT_TRUE(MismatchRejectionFromTokens(rows, TokenLogProbs<double>{n, nullptr, ad.data(), bd.data(),
+                                                                          t.m.data(), L},
+                                              opt, ratio_d.data(), keep_d.data())
+                      .ok());
+      ASSERT_EQ(std::memcmp(ratio.data(), want_ratio.data(), n * sizeof(double)), 0);
+      ASSERT_EQ(keep, want_keep);
+      ASSERT_EQ(std::memcmp(ratio_d.data(), want_ratio.data(), n * sizeof(double)), 0);  // float→double is exact
+      ASSERT_EQ(keep_d, want_keep);
+      std::vector<double> sum(n), mn(n), ratio_soa(n);
+      std::vector<int64_t> count(n);
+      std::vector<uint8_t> keep_soa(n);
+      for (size_t i = 0; i < n; ++i) sum[i] = st[i].sum, count[i] = st[i].count, mn[i] = st[i].min;
+      ASSERT_TRUE(MismatchRejection(rows, RowLogRatioArrays{sum.data(), count.data(), mn.data()}, opt,
+                                    ratio_soa.data(), keep_soa.data())
+                      .ok());
+      ASSERT_EQ(std::memcmp(ratio_soa.data(), want_ratio.data(), n * sizeof(double)), 0);
+      ASSERT_EQ(keep_soa, want_keep);
+      for (size_t i = 0; i < n; ++i) {
+        if (turn[i] <= 0) {
+          ASSERT_TRUE(ratio[i] == 1.0 && keep[i] == 1) << "padding row " << i;
+        }
+      }
+    }
+  }
+}
+
+// The fused pass checks the turn order itself; its error is ValidateTurnRows' (the first offending row).
+TEST(Mrs, FusedPassReportsTheFirstTurnOrderViolation) {
+  for (size_t n : {size_t{12}, size_t{300000}}) {
+    std::vector<int64_t> traj(n), turn(n);
+    for (size_t i = 0; i < n; ++i) {
+      traj[i] = static_cast<int64_t>(i / 3);
+      turn[i] = static_cast<int64_t>(i % 3) + 1;
+    }
+    std::swap(turn[n - 3], turn[n - 2]);  // two violations, in different thread parts when n is large
+    std::swap(turn[n / 2 + 1 - (n / 2 + 1) % 3], turn[n / 2 + 2 - (n / 2 + 1) % 3]);
+    std::vector<double> a(n, -1.0), ratio(n);
+    std::vector<uint8_t> keep(n);
+    TurnRows rows{n, nullptr, traj.data(), turn.data()};
+    const Status want = ValidateTurnRows(rows, 0, nullptr);
+    ASSERT_FALSE(want.ok());
+    const Status got = MismatchRejectionFromTokens(rows, TokenLogProbs<double>{n, nullptr, a.data(), a.data(), nullptr, 1},
+                                                   MrsOptions{}, ratio.data(), keep.data());
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.message(), want.message());
   }
 }
 

@@ -10,6 +10,8 @@
 #endif
 #include <vector>
 
+#include "rl/parallel.h"
+
 namespace kgym::rl {
 namespace {
 
@@ -111,16 +113,20 @@ Status ProfilingRejection(const PrsInput& in, const PrsOptions& opt, double* kee
   }
   const bool speed_or = opt.speedup_threshold >= 0;
   const uint64_t seed = opt.seed;
-  for (size_t i = 0; i < in.size; ++i) {
-    // Computed for every row and selected afterwards: `correct` is as unpredictable as a coin.
-    const double c = opt.level == PrsLevel::kGeometric ? geo[i] : RoundDecimals(in.coverage[i], opt.round_decimals);
-    double ramp = KeepProbability(c, opt);
-    if (speed_or) ramp = Select(in.speedup[i] >= opt.speedup_threshold, 1.0, ramp);
-    double p = Select(in.correct[i] != 0, ramp, 1.0);
-    if (in.valid != nullptr) p = Select(in.valid[i] != 0, p, 0.0);
-    keep_prob[i] = p;
-    keep[i] = static_cast<uint8_t>(Uniform(seed, i) < p);
-  }
+  // Rows are independent (the draw of row i depends on (seed, i) only): large batches run on a few threads.
+  detail::RunParts(detail::SplitRows(in.size, size_t{1} << 17), [&](size_t, size_t from, size_t to) {
+    for (size_t i = from; i < to; ++i) {
+      // Computed for every row and selected afterwards: `correct` is as unpredictable as a coin.
+      const double c =
+          opt.level == PrsLevel::kGeometric ? geo[i] : RoundDecimals(in.coverage[i], opt.round_decimals);
+      double ramp = KeepProbability(c, opt);
+      if (speed_or) ramp = Select(in.speedup[i] >= opt.speedup_threshold, 1.0, ramp);
+      double p = Select(in.correct[i] != 0, ramp, 1.0);
+      if (in.valid != nullptr) p = Select(in.valid[i] != 0, p, 0.0);
+      keep_prob[i] = p;
+      keep[i] = static_cast<uint8_t>(Uniform(seed, i) < p);
+    }
+  });
   return Status::Ok();
 }
 

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 
 namespace kgym::rl {
 namespace {
@@ -102,6 +104,40 @@ TEST(Prs, GeometricLevelUsesTheTrajectoryMean) {
   EXPECT_NEAR(p[1], 1.0, 1e-12);
   in.rows = nullptr;
   EXPECT_FALSE(ProfilingRejection(in, opt, p.data(), keep.data()).ok());
+}
+
+// Large batches run on threads: every row still gets the draw of its own index and its own probability.
+TEST(Prs, LargeBatchRowsAreIndependentOfTheThreadSplit) {
+  std::mt19937_64 rng(8);
+  std::uniform_real_distribution<double> u(0, 1);
+  const size_t n = 300001;
+  std::vector<double> cov(n), speed(n);
+  std::vector<uint8_t> correct(n), valid(n);
+  for (size_t i = 0; i < n; ++i) {
+    cov[i] = u(rng) * 0.6;
+    speed[i] = u(rng) * 3;
+    correct[i] = u(rng) < 0.6;
+    valid[i] = u(rng) < 0.9;
+  }
+  PrsOptions opt;
+  opt.seed = 77;
+  opt.speedup_threshold = 2.5;
+  PrsInput in;
+  in.size = n;
+  in.coverage = cov.data();
+  in.correct = correct.data();
+  in.speedup = speed.data();
+  in.valid = valid.data();
+  std::vector<double> p(n);
+  std::vector<uint8_t> keep(n);
+  ASSERT_TRUE(ProfilingRejection(in, opt, p.data(), keep.data()).ok());
+  for (size_t i = 0; i < n; ++i) {
+    double want = 1.0;
+    if (correct[i]) want = speed[i] >= 2.5 ? 1.0 : std::clamp((RoundDecimals(cov[i], 2) - 0.3) / 0.1, 0.0, 1.0);
+    if (!valid[i]) want = 0.0;
+    ASSERT_EQ(p[i], want) << "row " << i;
+    ASSERT_EQ(keep[i], PrsUniform(77, i) < want ? 1 : 0) << "row " << i;
+  }
 }
 
 }  // namespace

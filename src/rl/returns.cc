@@ -3,8 +3,14 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <vector>
+
+#include "rl/parallel.h"
 
 namespace kgym::rl {
+
+using detail::RunParts;
+using detail::SplitRows;
 
 Status MaskVoidTurns(const TurnRows& rows, const double* rewards, uint8_t* loss_mask) {
   if (Status s = ValidateTurnRows(rows, 0, nullptr); !s.ok()) return s;
@@ -27,8 +33,11 @@ Status MaskVoidTurns(const TurnRows& rows, const double* rewards, uint8_t* loss_
   return Status::Ok();
 }
 
-Status detail::ReturnsAndLayout(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask,
-                                double gamma, int64_t num_groups, double* returns, TurnLayout* layout) {
+namespace {
+
+// One pass from the last row to the first; errors name the first offending row met on the way.
+Status ReturnsAndLayoutSerial(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask,
+                              double gamma, int64_t num_groups, double* returns, TurnLayout* layout) {
   if (rows.size > 0 && (rows.traj == nullptr || rows.turn == nullptr)) {
     return Status::InvalidArgument("turn rows: traj and turn arrays are required");
   }
@@ -78,6 +87,45 @@ Status detail::ReturnsAndLayout(const TurnRows& rows, const double* rewards, con
     returns[k] = running;
   }
   out.num_groups = have_groups ? (num_groups > 0 ? num_groups : max_group + 1) : 0;
+  if (layout) *layout = out;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status detail::ReturnsAndLayout(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask,
+                                double gamma, int64_t num_groups, double* returns, TurnLayout* layout) {
+  if (rows.size > 0 && (rows.traj == nullptr || rows.turn == nullptr)) {
+    return Status::InvalidArgument("turn rows: traj and turn arrays are required");
+  }
+  // The recursion is a chain of dependent multiply-adds, but trajectories are independent: large batches run as a
+  // few serial passes over parts split at trajectory boundaries (each row computed exactly as in one pass). Any
+  // error is reported by one pass over the whole batch, so the message is the same as without the split.
+  std::vector<size_t> cut = SplitRows(rows.size, size_t{1} << 17);
+  if (cut.size() <= 2) return ReturnsAndLayoutSerial(rows, rewards, loss_mask, gamma, num_groups, returns, layout);
+  for (size_t p = 1; p + 1 < cut.size(); ++p) {
+    size_t c = std::max(cut[p - 1], cut[p]);
+    while (c > 0 && c < rows.size && rows.traj[c] == rows.traj[c - 1]) ++c;  // never split a trajectory
+    cut[p] = c;
+  }
+  std::vector<TurnLayout> part(cut.size() - 1);
+  std::vector<uint8_t> failed(cut.size() - 1, 0);
+  RunParts(cut, [&](size_t p, size_t from, size_t to) {
+    TurnRows sub{to - from, rows.group != nullptr ? rows.group + from : nullptr, rows.traj + from, rows.turn + from};
+    failed[p] = !ReturnsAndLayoutSerial(sub, rewards + from, loss_mask != nullptr ? loss_mask + from : nullptr, gamma,
+                                        num_groups, returns + from, &part[p])
+                     .ok();
+  });
+  for (uint8_t f : failed) {
+    if (f) return ReturnsAndLayoutSerial(rows, rewards, loss_mask, gamma, num_groups, returns, layout);
+  }
+  TurnLayout out;
+  for (const TurnLayout& l : part) {
+    out.num_groups = std::max(out.num_groups, l.num_groups);
+    out.max_turn = std::max(out.max_turn, l.max_turn);
+    out.num_trajectories += l.num_trajectories;
+    out.num_real_rows += l.num_real_rows;
+  }
   if (layout) *layout = out;
   return Status::Ok();
 }

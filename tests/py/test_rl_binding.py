@@ -151,6 +151,30 @@ def test_mrs_geometric_keeps_iff_within_bounds_float32_and_padded():
     np.testing.assert_array_equal(k3, keep)
 
 
+
+def test_mrs_padded_bool_mask_no_tokens_and_shape_errors():
+    rng = np.random.default_rng(6)
+    rows, length = 12, 7
+    traj = np.repeat(np.arange(rows // 3), 3)
+    turn = np.tile([-1, 1, 2], rows // 3)
+    rollout = rng.normal(-1.0, 0.3, size=(rows, length)).astype(np.float32)
+    train = (rollout + rng.normal(0, 0.0015, size=(rows, length))).astype(np.float32)
+    mask = rng.random((rows, length)) < 0.8
+    r_bool, k_bool = kgym_rl.mrs_padded(traj, turn, train, rollout, mask, veto=0)  # bool mask: read as uint8
+    r_u8, k_u8 = kgym_rl.mrs_padded(traj, turn, train, rollout, mask.astype(np.uint8), veto=0)
+    np.testing.assert_array_equal(r_bool, r_u8)
+    np.testing.assert_array_equal(k_bool, k_u8)
+    offsets = np.arange(rows + 1) * length
+    r_csr, _ = kgym_rl.mrs(traj, turn, offsets, train.ravel(), rollout.ravel(), mask.ravel(), veto=0)
+    np.testing.assert_array_equal(r_csr, r_bool)
+    empty = np.zeros((rows, 0), dtype=np.float32)
+    ratio, keep = kgym_rl.mrs_padded(traj, turn, empty, empty, np.zeros((rows, 0), dtype=bool))
+    assert ratio.tolist() == [1.0] * rows and keep.tolist() == [1] * rows
+    with pytest.raises(ValueError, match="differ in size"):
+        kgym_rl.mrs_padded(traj, turn, train, rollout[:, :-1])
+    with pytest.raises(ValueError, match="rows"):
+        kgym_rl.mrs_padded(traj[:-3], turn[:-3], train, rollout)
+
 def test_mrs_veto_scope_and_token_level():
     traj, turn = np.array([0, 0]), np.array([1, 2])
     offsets = np.array([0, 1, 3])

@@ -3,10 +3,17 @@
 // values float64 (token log-probs may be float32 or float64). Layout of turn rows: see src/rl/turn_rows.h —
 // rows of a trajectory adjacent and in turn order, uid dense in [0, num_groups) (np.unique(...,
 // return_inverse=True) gives that). Errors raise ValueError. The GIL is released while computing.
+// Token masks of mrs / mrs_padded may be bool or uint8 without a copy; mrs_padded builds no offsets array.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <deque>
+#include <iterator>
+#include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,9 +56,82 @@ size_t Len(const A& a, const char* name, size_t expect = static_cast<size_t>(-1)
   return n;
 }
 
+// Large output buffers are kept for reuse once NumPy frees their arrays. A trainer calls these functions every
+// step with batches of one size, and a fresh buffer costs a page fault and a kernel zeroing pass per 4 KiB: for a
+// 1M-row pipeline (~34 MB of outputs) that was a fifth of the time. Buffers are matched by exact size; at most
+// kMaxHeld bytes wait for reuse (the oldest are freed first). Small arrays use NumPy's allocator.
+class OutputBufferCache {
+ public:
+  static constexpr size_t kMinBytes = size_t{1} << 20;
+  static constexpr size_t kMaxHeld = size_t{256} << 20;
+
+  void* Take(size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = free_.rbegin(); it != free_.rend(); ++it) {
+        if (it->bytes == bytes) {
+          void* p = it->ptr;
+          free_.erase(std::next(it).base());
+          held_ -= bytes;
+          return p;
+        }
+      }
+    }
+    void* p = std::malloc(bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
+  }
+
+  void Give(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back({p, bytes});
+    held_ += bytes;
+    while (held_ > kMaxHeld) {
+      held_ -= free_.front().bytes;
+      std::free(free_.front().ptr);
+      free_.pop_front();
+    }
+  }
+
+ private:
+  struct Buffer {
+    void* ptr;
+    size_t bytes;
+  };
+  std::mutex mu_;
+  std::deque<Buffer> free_;
+  size_t held_ = 0;
+};
+
+OutputBufferCache& OutputBuffers() {
+  static auto* cache = new OutputBufferCache;  // never destroyed: arrays may outlive module teardown
+  return *cache;
+}
+
 template <typename T>
 py::array_t<T> Out(size_t n) {
-  return py::array_t<T>(static_cast<py::ssize_t>(n));
+  const size_t bytes = n * sizeof(T);
+  if (bytes < OutputBufferCache::kMinBytes) return py::array_t<T>(static_cast<py::ssize_t>(n));
+  struct Owned {
+    void* ptr;
+    size_t bytes;
+  };
+  auto* owned = new Owned{OutputBuffers().Take(bytes), bytes};
+  py::capsule base(owned, [](void* o) {
+    auto* b = static_cast<Owned*>(o);
+    OutputBuffers().Give(b->ptr, b->bytes);
+    delete b;
+  });
+  return py::array_t<T>({static_cast<py::ssize_t>(n)}, {static_cast<py::ssize_t>(sizeof(T))}, static_cast<T*>(owned->ptr),
+                        base);
+}
+
+// A token mask as uint8 without a copy when it is bool (NumPy bools are one byte, 0 or 1) or uint8 already; a
+// PyTorch bool mask handed over with .numpy() is the common case. Other dtypes are converted once.
+OptU8 MaskU8(const std::optional<py::array>& a) {
+  if (!a) return std::nullopt;
+  if (a->dtype().is(py::dtype::of<bool>())) return U8::ensure(a->attr("view")(py::dtype::of<uint8_t>()));
+  return U8::ensure(*a);
 }
 
 const uint8_t* OptPtr(const OptU8& a, const char* name, size_t n) {
@@ -86,12 +166,14 @@ MrsOptions MakeMrs(const std::string& level, double lower, double upper, double 
   return o;
 }
 
-// Token-level MRS or row-level MRS over CSR tokens of dtype T.
+// Token-level MRS or row-level MRS over tokens of dtype T: CSR rows (offsets) or, with offsets null, padded rows
+// of row_length tokens.
 template <typename T>
-py::tuple MrsTokens(const TurnRows& rows, const I64& offsets, const py::array_t<T, kIn>& train,
-                    const py::array_t<T, kIn>& rollout, const uint8_t* tmask, const MrsOptions& o) {
-  const size_t ntok = static_cast<size_t>(train.shape(0));
-  TokenLogProbs<T> tok{rows.size, offsets.data(), train.data(), rollout.data(), tmask};
+py::tuple MrsTokens(const TurnRows& rows, const int64_t* offsets, int64_t row_length,
+                    const py::array_t<T, kIn>& train, const py::array_t<T, kIn>& rollout, const uint8_t* tmask,
+                    const MrsOptions& o) {
+  const size_t ntok = static_cast<size_t>(train.size());
+  TokenLogProbs<T> tok{rows.size, offsets, train.data(), rollout.data(), tmask, row_length};
   if (o.level == MrsLevel::kToken) {
     auto token_keep = Out<uint8_t>(ntok);
     auto row_keep = Out<uint8_t>(rows.size);
@@ -110,9 +192,19 @@ py::tuple MrsTokens(const TurnRows& rows, const I64& offsets, const py::array_t<
   return py::make_tuple(ratio, keep);
 }
 
+// Both log-prob arrays in one dtype (float32 when both are, else float64), then MrsTokens.
+py::tuple MrsAnyDtype(const TurnRows& rows, const int64_t* offsets, int64_t row_length, const py::array& logp_train,
+                      const py::array& logp_rollout, const uint8_t* tm, const MrsOptions& o) {
+  if (logp_train.dtype().is(py::dtype::of<float>()) && logp_rollout.dtype().is(py::dtype::of<float>())) {
+    return MrsTokens<float>(rows, offsets, row_length, F32::ensure(logp_train), F32::ensure(logp_rollout), tm, o);
+  }
+  return MrsTokens<double>(rows, offsets, row_length, F64::ensure(logp_train), F64::ensure(logp_rollout), tm, o);
+}
+
 py::tuple Mrs(const I64& traj, const I64& turn, const I64& offsets, const py::array& logp_train,
-              const py::array& logp_rollout, const OptU8& token_mask, const std::string& level, double lower,
-              double upper, double veto, const std::string& veto_scope) {
+              const py::array& logp_rollout, const std::optional<py::array>& token_mask_in, const std::string& level,
+              double lower, double upper, double veto, const std::string& veto_scope) {
+  const OptU8 token_mask = MaskU8(token_mask_in);
   size_t n;
   TurnRows rows = Rows(nullptr, traj, turn, &n);
   Len(offsets, "offsets", n + 1);
@@ -123,10 +215,7 @@ py::tuple Mrs(const I64& traj, const I64& turn, const I64& offsets, const py::ar
     throw py::value_error("offsets[-1] must equal the number of tokens");
   }
   const uint8_t* tm = OptPtr(token_mask, "token_mask", ntok);
-  if (logp_train.dtype().is(py::dtype::of<float>()) && logp_rollout.dtype().is(py::dtype::of<float>())) {
-    return MrsTokens<float>(rows, offsets, F32::ensure(logp_train), F32::ensure(logp_rollout), tm, o);
-  }
-  return MrsTokens<double>(rows, offsets, F64::ensure(logp_train), F64::ensure(logp_rollout), tm, o);
+  return MrsAnyDtype(rows, offsets.data(), 0, logp_train, logp_rollout, tm, o);
 }
 
 nlohmann::json ToJson(const py::object& result) {
@@ -247,16 +336,32 @@ PYBIND11_MODULE(kgym_rl, m) {
         "row; level 'token' returns (token_keep, row_keep).");
 
   m.def("mrs_padded", [](const I64& traj, const I64& turn, const py::array& logp_train, const py::array& logp_rollout,
-                         const OptU8& response_mask, const std::string& level, double lower, double upper, double veto,
-                         const std::string& veto_scope) {
+                         const std::optional<py::array>& response_mask, const std::string& level, double lower,
+                         double upper, double veto, const std::string& veto_scope) {
     if (logp_train.ndim() != 2) throw py::value_error("logp_train must be 2-D (rows, response_length)");
     const size_t rows = static_cast<size_t>(logp_train.shape(0)), len = static_cast<size_t>(logp_train.shape(1));
-    I64 offsets(static_cast<py::ssize_t>(rows + 1));
-    for (size_t i = 0; i <= rows; ++i) offsets.mutable_data()[i] = static_cast<int64_t>(i * len);
     auto flat = [](const py::array& a) { return a.attr("reshape")(-1).cast<py::array>(); };
-    std::optional<U8> mask;
-    if (response_mask) mask = U8::ensure(response_mask->attr("reshape")(-1));
-    return Mrs(traj, turn, offsets, flat(logp_train), flat(logp_rollout), mask, level, lower, upper, veto, veto_scope);
+    std::optional<py::array> mask;
+    if (response_mask) mask = flat(*response_mask);
+    if (len == 0) {  // no tokens: CSR offsets of zeros (row_length must be > 0)
+      I64 offsets(static_cast<py::ssize_t>(rows + 1));
+      std::fill_n(offsets.mutable_data(), rows + 1, int64_t{0});
+      return Mrs(traj, turn, offsets, flat(logp_train), flat(logp_rollout), mask, level, lower, upper, veto,
+                 veto_scope);
+    }
+    // Padded rows need no offsets array: row i owns tokens [i·len, (i+1)·len).
+    size_t n;
+    TurnRows trows = Rows(nullptr, traj, turn, &n);
+    if (n != rows) {
+      throw py::value_error("logp_train has " + std::to_string(rows) + " rows, traj has " + std::to_string(n));
+    }
+    if (static_cast<size_t>(logp_rollout.size()) != rows * len) {
+      throw py::value_error("logp_rollout and logp_train differ in size");
+    }
+    const MrsOptions o = MakeMrs(level, lower, upper, veto, veto_scope);
+    const OptU8 mask_u8 = MaskU8(mask);
+    const uint8_t* tm = OptPtr(mask_u8, "response_mask", rows * len);
+    return MrsAnyDtype(trows, nullptr, static_cast<int64_t>(len), flat(logp_train), flat(logp_rollout), tm, o);
   }, py::arg("traj"), py::arg("turn"), py::arg("logp_train"), py::arg("logp_rollout"),
      py::arg("response_mask") = py::none(), py::arg("level") = "geometric", py::arg("lower") = 0.999,
      py::arg("upper") = 1.001, py::arg("veto") = 1e-4, py::arg("veto_scope") = "turn",
@@ -270,14 +375,13 @@ PYBIND11_MODULE(kgym_rl, m) {
     Len(sum, "sum", n);
     Len(count, "count", n);
     Len(min, "min", n);
-    std::vector<RowLogRatio> st(n);
-    for (size_t i = 0; i < n; ++i) st[i] = {sum.data()[i], count.data()[i], min.data()[i]};
+    const RowLogRatioArrays st{sum.data(), count.data(), min.data()};
     const MrsOptions o = MakeMrs(level, lower, upper, veto, veto_scope);
     auto ratio = Out<double>(n);
     auto keep = Out<uint8_t>(n);
     {
       py::gil_scoped_release nogil;
-      Check(MismatchRejection(rows, st.data(), o, ratio.mutable_data(), keep.mutable_data()));
+      Check(MismatchRejection(rows, st, o, ratio.mutable_data(), keep.mutable_data()));
     }
     return py::make_tuple(ratio, keep);
   }, py::arg("traj"), py::arg("turn"), py::arg("sum"), py::arg("count"), py::arg("min"),
