@@ -1,10 +1,7 @@
 #include "eval/admitted_evaluator.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <sstream>
 
 #include "eval/host_memory.h"
 
@@ -29,16 +26,7 @@ AdmissionOptions WithResident(AdmissionOptions o, Evaluator* inner) {
 AdmittedEvaluator::AdmittedEvaluator(std::unique_ptr<Evaluator> inner, AdmissionOptions options)
     : inner_(std::move(inner)), admission_(WithResident(std::move(options), inner_.get())) {}
 
-std::string AdmittedEvaluator::FootprintKey(const EvalRequest& req) {
-  std::ostringstream k;
-  k << req.reference_code << '\0' << req.entry_point << '\0' << req.device << ':' << req.device_index << '\0'
-    << req.size << '\0' << req.num_correct_trials << '\0' << req.num_perf_trials << '\0' << req.measure_performance
-    << '\0' << req.train_mode << '\0' << req.reference_backend;
-  std::string s = k.str();
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(XXH3_64bits(s.data(), s.size())));
-  return buf;
-}
+std::string AdmittedEvaluator::FootprintKey(const EvalRequest& req) { return ReferenceKey(req); }
 
 Footprint AdmittedEvaluator::Measured(const EvalResult& r) {
   Footprint f;

@@ -31,7 +31,7 @@ class AdmittedEvaluator : public Evaluator {
   std::vector<std::pair<std::string, uint64_t>> CachedReferences() override { return inner_->CachedReferences(); }
   bool Admission(AdmissionStats* out) override;
 
-  // The footprint key of a request (task configuration; hex).
+  // The footprint key of a request: its reference configuration (ReferenceKey).
   static std::string FootprintKey(const EvalRequest& req);
   // The footprint an evaluation measured, from its result; known == false when the result carries none.
   static Footprint Measured(const EvalResult& r);

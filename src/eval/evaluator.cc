@@ -279,6 +279,7 @@ nlohmann::json EvaluatorImpl::Policy(const EvalRequest& req, const std::string& 
 // count once; a thread per call, or deferred work, on every call.
 struct ThreadWatch {
   pid_t pid = -1;
+  bool threads = true, cpu = true;  // what is watched: the reference's threads and the trials' CPU are not judged
   int before = -1;
   int calls = 0, grew = 0, first = -1, last = -1;
   // CPU time of the whole process inside each call (armed -> done) and between a call and the next one's "armed"
@@ -287,14 +288,14 @@ struct ThreadWatch {
   bool pending_outside = false;
   std::vector<double> cpu_inside_ms, cpu_outside_ms;
   void Before(bool count_threads = true) {
-    before = count_threads ? ProcessThreads(pid) : -1;
-    cpu_armed = ProcessCpuNs(pid);
+    before = threads && count_threads ? ProcessThreads(pid) : -1;
+    cpu_armed = cpu ? ProcessCpuNs(pid) : -1;
     if (pending_outside && cpu_done >= 0 && cpu_armed >= cpu_done) cpu_outside_ms.push_back((cpu_armed - cpu_done) / 1e6);
     pending_outside = false;
   }
   void After(bool count_threads = true, bool outside_follows = false) {
-    int after = count_threads ? ProcessThreads(pid) : -1;
-    cpu_done = ProcessCpuNs(pid);
+    int after = threads && count_threads ? ProcessThreads(pid) : -1;
+    cpu_done = cpu ? ProcessCpuNs(pid) : -1;
     if (cpu_armed >= 0 && cpu_done >= cpu_armed) cpu_inside_ms.push_back((cpu_done - cpu_armed) / 1e6);
     pending_outside = outside_follows && cpu_done >= 0;
     if (before < 0 || after < 0) return;
@@ -312,12 +313,6 @@ struct ThreadWatch {
            std::to_string(last) + " after the last), seen from outside the worker";
   }
 };
-
-double MedianOf(std::vector<double> v) {
-  if (v.empty()) return -1;
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
 
 // Timing-pool sets kept out of the rotation: each is used for one timed call only (see TimedCalls).
 constexpr int kFreshSets = 3;
@@ -401,12 +396,20 @@ Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fres
   return Status::Ok();
 }
 
-std::shared_ptr<const ReferenceData> EvaluatorImpl::Reference(const EvalRequest& req, const Deadline& dl) {
+}  // namespace
+
+std::string ReferenceKey(const EvalRequest& req) {
   std::ostringstream k;
   k << req.reference_code << '\0' << req.entry_point << '\0' << req.device << ':' << req.device_index << '\0'
     << req.size << '\0' << req.num_correct_trials << '\0' << req.num_perf_trials << '\0' << req.num_warmup << '\0'
     << req.reference_backend << '\0' << req.train_mode << '\0' << req.measure_performance;
-  std::string key = HexKey(k.str());
+  return HexKey(k.str());
+}
+
+namespace {
+
+std::shared_ptr<const ReferenceData> EvaluatorImpl::Reference(const EvalRequest& req, const Deadline& dl) {
+  std::string key = ReferenceKey(req);
   std::promise<std::shared_ptr<const ReferenceData>> mine;
   std::shared_future<std::shared_ptr<const ReferenceData>> fut;
   bool compute = false;
@@ -536,6 +539,7 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
     std::vector<double> trusted, self, ev, fresh;
     ThreadWatch watch;
     watch.pid = w->harness_pid();
+    watch.threads = false;
     s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials), pool - FreshSets(pool), 0,
                    req.device == "cuda" ? 256 : 0, base + 7, dl, [](int, int, const Frame&) { return true; },
                    &trusted, &self, &ev, &fresh, &watch);
@@ -549,8 +553,8 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
     }
     ref->timing = ComputeTimingStats(trusted);
     ref->notes["reference_self_reported_median_ms"] = ComputeTimingStats(self).median;
-    ref->notes["reference_cpu_inside_call_ms"] = MedianOf(watch.cpu_inside_ms);
-    ref->notes["reference_cpu_between_calls_ms"] = MedianOf(watch.cpu_outside_ms);
+    ref->notes["reference_cpu_inside_call_ms"] = Median(watch.cpu_inside_ms);
+    ref->notes["reference_cpu_between_calls_ms"] = Median(watch.cpu_outside_ms);
     if (!ev.empty()) ref->notes["reference_cuda_event_median_ms"] = ComputeTimingStats(ev).median;
   }
   for (auto& [k2, v] : w->notes().items()) ref->notes[k2] = v;
@@ -672,6 +676,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   std::string first_problem;
   ThreadWatch threads;
   threads.pid = w->harness_pid();
+  threads.cpu = false;
   for (const auto& t : ref.trials) {
     if (t.skipped) continue;
     ++used;
@@ -833,7 +838,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   // candidates of the suite (torch, and Triton under the CPU interpreter) stayed below +0.23 ms; the CPU spent
   // inside the calls is not part of the rule, since threads spinning inside forward could inflate it cheaply.
   {
-    double in = MedianOf(timed_threads.cpu_inside_ms), out = MedianOf(timed_threads.cpu_outside_ms);
+    double in = Median(timed_threads.cpu_inside_ms), out = Median(timed_threads.cpu_outside_ms);
     double ref_out = ref.notes.value("reference_cpu_between_calls_ms", -1.0);
     md["timing_cpu_inside_call_ms"] = in;
     md["timing_cpu_between_calls_ms"] = out;

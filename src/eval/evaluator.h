@@ -42,6 +42,10 @@ struct EvaluatorOptions {
 // the evaluation advances; used for server-sent progress. May be called from another thread.
 using ProgressFn = std::function<void(const std::string& phase)>;
 
+// Hex key of a request's reference configuration (reference code, entry point, device, size, trial counts,
+// warmup, backend, mode): requests with equal keys share one reference run and have the same footprint.
+std::string ReferenceKey(const EvalRequest& req);
+
 class Evaluator {
  public:
   static Status Create(const EvaluatorOptions& options, std::unique_ptr<Evaluator>* out);

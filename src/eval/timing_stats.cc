@@ -6,14 +6,12 @@
 
 namespace kgym {
 
-namespace {
 double Median(std::vector<double> v) {
   if (v.empty()) return -1;
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
-}  // namespace
 
 TimingStats ComputeTimingStats(const std::vector<double>& samples_ms) {
   TimingStats s;
