@@ -450,16 +450,17 @@ _SPARSE_SPIKES = 8  # nonzeros per tensor in the "sparse" trial
 def _variant(values, variant, seed=0):
     if variant == "default":
         return values
-    out = [((v.float() - v.float().mean()) * 3.0).to(v.dtype)
-           if isinstance(v, _Tensor) and v.is_floating_point() and v.numel() > 1 else v for v in values]
-    if variant != "sparse":
-        # Signed and wider than the task's own draw, so shortcuts that rely on U[0,1) inputs fail.
+    # Signed and wider than the task's own draw, so shortcuts that rely on U[0,1) inputs fail.
+    widen = [isinstance(v, _Tensor) and v.is_floating_point() and v.numel() > 1 for v in values]
+    big = [i for i, v in enumerate(values) if widen[i] and v.numel() >= 64] if variant == "sparse" else []
+    out = [((v.float() - v.float().mean()) * 3.0).to(v.dtype) if w and i not in big else v
+           for i, (v, w) in enumerate(zip(values, widen))]
+    if not big:
         return out
     # A few nonzeros at random places, zero elsewhere, with magnitudes falling by 4x from one to the next across all
     # inputs: one element carries most of every sum. A kernel that skips elements (every second row, one block of a
     # reduction, then rescales) either misses it or counts it twice, an error of 50 % or more whatever the seed.
     g = torch.Generator().manual_seed(int(seed))
-    big = [i for i, v in enumerate(values) if isinstance(v, _Tensor) and v.is_floating_point() and v.numel() >= 64]
     ranks = torch.randperm(len(big) * _SPARSE_SPIKES, generator=g).tolist()
     for n, i in enumerate(big):
         v = values[i]
