@@ -17,13 +17,14 @@ import traceback
 
 import torch
 
-from . import tensors, wire
+from . import recorder, tensors, wire
 
 # Captured before any untrusted code runs: the harness uses these objects, not whatever the module attributes
 # point at later, so patching torch.cuda.synchronize or time.perf_counter does not change what is measured here
 # (and the supervisor's own clock is the trusted one anyway).
 _perf_ns = time.perf_counter_ns
 _no_grad = torch.no_grad
+_enable_grad = torch.enable_grad
 _equal = torch.equal
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
@@ -327,11 +328,19 @@ class Runner:
         if self.device.startswith("cuda"):
             _cuda_sync()
 
-    def call(self, args, phase):
+    def call(self, args, phase, tag=None, grad=False):
+        """tag: (recorder phase, index) for the kernel recorder; grad: run with autograd on (the decoy check)."""
         kind = "runtime_error" if self.role == "candidate" else "invalid"
+        rec = recorder.RECORDER
         try:
-            with _no_grad():
-                out = self.model(*args)
+            with (_enable_grad() if grad else _no_grad()):
+                if tag is not None:
+                    rec.begin(*tag)
+                try:
+                    out = self.model(*args)
+                finally:
+                    if tag is not None:
+                        rec.end()
             self.sync()
             return out
         except Reported:
@@ -494,6 +503,26 @@ def _make_inputs(mod, seed, device):
     return [v.to(device) if isinstance(v, _Tensor) else v for v in vals]
 
 
+def _copy_bandwidth(device):
+    """GB/s of a device-to-device copy past the L2 (bytes read + written), the best of 6 (the roofline's bandwidth;
+    measured here, in the reference's process, which never loads candidate code)."""
+    n = 64 << 20  # floats: 256 MiB each way
+    a = torch.ones(n, dtype=torch.float32, device=device)
+    b = torch.empty_like(a)
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    best = None
+    for _ in range(6):
+        e0.record()
+        b.copy_(a)
+        e1.record()
+        e1.synchronize()
+        ms = e0.elapsed_time(e1)
+        best = ms if best is None else min(best, ms)
+    del a, b
+    torch.cuda.empty_cache()
+    return 2.0 * n * 4 / (best * 1e6)
+
+
 def serve_reference(sock, r, job):
     mod = r.module
     if not hasattr(mod, "get_inputs") or not hasattr(mod, "get_init_inputs"):
@@ -531,6 +560,8 @@ def serve_reference(sock, r, job):
         out = _as_list(r.call(inputs, "pool"))
         r.pool.append(inputs)
         _send_values(sock, {"type": "pool_set", "index": j}, {"inputs": inputs, "outputs": out})
+    if r.device.startswith("cuda") and job.get("measure_bandwidth", True):
+        wire.send(sock, {"type": "note", "key": "device_copy_bandwidth_gbps", "value": _copy_bandwidth(r.device)})
     if job.get("reference_backend") in ("torch_compile", "torch-compile", "compile"):
         try:
             r.model = torch.compile(r.model)
@@ -556,7 +587,7 @@ def serve_candidate(sock, r, job, payload):
         if t == "trial":
             args = _unpack_inputs(h, p, r.device)
             originals = [a.clone() if isinstance(a, _Tensor) else a for a in args]
-            out = r.call(args, "correctness")
+            out = r.call(args, "correctness", (recorder.CORRECTNESS, h["index"]))
             evid = r.inspect_output(out, args, originals, "correctness")
             del originals
             if evid:
@@ -594,7 +625,8 @@ def timing_loop(sock, r, h):
             t0 = _perf_ns()
             if use_events:
                 ev0.record()
-            r.last_out = r.call(r.live, "timing")
+            cid = h["call"]
+            r.last_out = r.call(r.live, "timing", (recorder.WARMUP, -cid) if cid < 0 else (recorder.TIMING, cid))
             if use_events:
                 ev1.record()
                 ev1.synchronize()
@@ -609,6 +641,17 @@ def timing_loop(sock, r, h):
             if evid:
                 wire.send(sock, {"type": "evidence", "items": [list(e) for e in evid]})
             _send_values(sock, {"type": "outputs", "call": h["call"]}, {"outputs": _as_list(r.last_out)})
+        elif t == "detect":
+            # The decoy check's second run: the same inputs with autograd on (the timed calls were the run without).
+            rep = {"type": "detected"}
+            try:
+                r.call(r.live, "detect", (recorder.DETECT_GRAD, 0), grad=True)
+            except Reported as e:
+                rep["error"] = "%s: %s" % (e.kind, e.detail)
+            wire.send(sock, rep)
+        elif t == "timeline":
+            data, err = recorder.RECORDER.collect(r.sync)
+            wire.send(sock, {"type": "timeline", "error": err}, data)
         elif t == "finish":
             return
         else:
@@ -618,13 +661,16 @@ def timing_loop(sock, r, h):
 def serve(sock, role, protections):
     """Entry point in the sandboxed process. Returns the exit code."""
     sys.dont_write_bytecode = True
+    if role in ("reference", "candidate") and os.environ.get("KGYM_CUPTI_LIB"):
+        recorder.start_from_env()  # before CUDA initialises, so the context is recorded from its first kernel
     if role in ("reference", "candidate") and os.environ.get("CUDA_VISIBLE_DEVICES"):
         # The context is made before the hello, so a worker started ahead of need (a spare) is ready for work.
         try:
             _init_cuda()
         except Exception:  # noqa: BLE001 - the job's own load reports a broken device
             pass
-    wire.send(sock, {"type": "hello", "role": role, "pid": os.getpid(), "protections": protections})
+    wire.send(sock, {"type": "hello", "role": role, "pid": os.getpid(), "protections": protections,
+                     "recorder": recorder.RECORDER.error or "on"})
     if role == "probe":
         return 0
     try:

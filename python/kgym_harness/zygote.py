@@ -22,8 +22,19 @@ sys.path[:] = [p for p in sys.path if p not in ("", ".", _cwd)]
 
 def _preload():
     t0 = time.time()
+    mods = []
+    cupti = os.environ.get("KGYM_CUPTI_LIB", "")
+    if cupti:
+        # Loaded (not started) ahead of torch, so the process resolves libcupti to the toolkit copy the recorder
+        # was built against rather than one torch's profiler may bring; workers start it before CUDA initialises.
+        try:
+            import ctypes
+            ctypes.CDLL(cupti)
+            mods.append("kgym_cupti")
+        except OSError as e:
+            mods.append("kgym_cupti unavailable: %s" % e)
     import torch  # noqa: F401
-    mods = ["torch"]
+    mods.append("torch")
     try:
         import triton  # noqa: F401
         import triton.language  # noqa: F401

@@ -44,6 +44,7 @@ struct EvalRequest {
   bool measure_performance = true;
   bool enable_profiling = true;
   bool detect_decoy = true;            // Triton decoy detection (backend == triton)
+  double coverage_floor = 0.1;         // GPU time coverage below this is reported (metadata coverage_below_floor)
   bool train_mode = false;             // keep models in training mode (default: eval())
   double atol = 1e-2, rtol = 1e-2;     // fp32 tolerances (KernelBench v0.1 / KernelGYM)
   double atol_half = 1e-2, rtol_half = 1e-2;  // fp16 / bf16

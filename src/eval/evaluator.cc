@@ -20,6 +20,7 @@
 #include <random>
 #include <sstream>
 
+#include "eval/gpu_timing.h"
 #include "eval/host_memory.h"
 #include "eval/policy.h"
 #include "eval/reference.h"
@@ -149,6 +150,7 @@ class EvaluatorImpl : public Evaluator {
     ZygoteOptions z;
     z.python = opt_.python.empty() ? DefaultPython() : opt_.python;
     z.harness_path = opt_.harness_path;
+    if (!opt_.cupti_library.empty()) z.extra_env["KGYM_CUPTI_LIB"] = opt_.cupti_library;
     return Zygote::Start(z, &zygote_);
   }
 
@@ -270,7 +272,9 @@ nlohmann::json EvaluatorImpl::Policy(const EvalRequest& req, const std::string& 
   in.timeout_s = req.timeout_s;
   in.hidden_paths = opt_.hidden_paths;
   in.role = role;
-  return BuildPolicy(in);
+  nlohmann::json p = BuildPolicy(in);
+  if (in.cuda && !opt_.cupti_library.empty()) p["env"]["KGYM_CUPTI_LIB"] = opt_.cupti_library;
+  return p;
 }
 
 // Threads of the harness process before and after each call, read by the supervisor from /proc: a candidate
@@ -552,12 +556,41 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
       return fail(s.code() == Status::Code::kTimeout ? "timeout" : "invalid", tmp.outcome_detail, w.get());
     }
     ref->timing = ComputeTimingStats(trusted);
+    ref->notes["reference_supervisor_median_ms"] = ref->timing->median;
+    if (req.device == "cuda" && w->hello().value("recorder", "") == "on") {
+      WorkerTimeline tl;
+      Status ts = FetchTimeline(w.get(), dl.at, &tl);
+      std::string problem = ts.ok() ? tl.problem : ts.ToString();
+      TimedSpans sp;
+      if (problem.empty()) {
+        sp = SpansOfTimedCalls(tl.timeline, static_cast<int>(trusted.size()));
+        if (sp.missing > 0 || sp.span_ms.empty()) problem = "the reference's timeline lacks timed calls";
+      }
+      if (problem.empty()) {  // the reference is timed by its kernels; its brackets give the harness's overhead
+        ref->timing = ComputeTimingStats(sp.span_ms);
+        ref->device.span_median_ms = ref->timing->median;
+        ref->device.gap_ms = std::max(0.0, Median(trusted) - ref->device.span_median_ms);
+        ref->device.kernel_names = sp.kernel_names;
+        ref->notes["reference_timeline_busy_median_ms"] = Median(sp.busy_ms);
+        ref->notes["reference_harness_overhead_ms"] = ref->device.gap_ms;
+        ref->notes["reference_kernels"] = sp.kernel_names.size();
+      } else {
+        ref->notes["reference_timeline_problem"] = problem;
+      }
+      double bytes = 0;
+      for (const auto* vals : {&ref->pool[0].inputs, &ref->pool[0].outputs})
+        for (const auto& v : *vals)
+          if (v.is_tensor) bytes += static_cast<double>(v.tensor.nbytes);
+      ref->device.bytes_moved = bytes;
+    }
     ref->notes["reference_self_reported_median_ms"] = ComputeTimingStats(self).median;
     ref->notes["reference_cpu_inside_call_ms"] = Median(watch.cpu_inside_ms);
     ref->notes["reference_cpu_between_calls_ms"] = Median(watch.cpu_outside_ms);
     if (!ev.empty()) ref->notes["reference_cuda_event_median_ms"] = ComputeTimingStats(ev).median;
   }
   for (auto& [k2, v] : w->notes().items()) ref->notes[k2] = v;
+  if (ref->notes.contains("device_copy_bandwidth_gbps") && ref->notes["device_copy_bandwidth_gbps"].is_number())
+    ref->device.bandwidth_gbps = ref->notes["device_copy_bandwidth_gbps"].get<double>();
   ref->notes["reference_worker_peak_bytes"] = ProcessPeakPrivateBytes(w->harness_pid());  // for memory admission
   w->Send({{"type", "finish"}});
   WorkerExit e;
@@ -823,6 +856,23 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     r->correctness = false;
     return fail_session(s);
   }
+  // The kernel recorder's stream, after the grad-enabled detection call (the decoy rule's second run).
+  std::unique_ptr<WorkerTimeline> timeline;
+  bool grad_ran = false;
+  std::string grad_error;
+  if (req.device == "cuda" && w->hello().value("recorder", "") == "on" && ref.device.span_median_ms >= 0) {
+    if (req.backend == "triton" && req.detect_decoy) {
+      Frame d;
+      s = w->Send({{"type", "detect"}});
+      if (s.ok()) s = w->RecvReply(dl.at, &d);
+      if (!s.ok()) return fail_session(s);
+      grad_ran = d.header.value("type", "") == "detected" && !d.header.contains("error");
+      if (!grad_ran) grad_error = d.header.value("error", d.header.dump().substr(0, 300));
+    }
+    timeline = std::make_unique<WorkerTimeline>();
+    s = FetchTimeline(w.get(), dl.at, timeline.get());
+    if (!s.ok()) return fail_session(s);
+  }
   if (!w->evidence().empty()) {
     const auto& e = w->evidence()[0];
     r->correctness = false;
@@ -887,7 +937,30 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
       return finish_output();
     }
   }
-  r->kernel_timing = ComputeTimingStats(trusted);
+  CandidateTimingInputs ti;
+  ti.timeline = timeline.get();
+  ti.bracket_ms = trusted;
+  ti.event_ms = ev;
+  ti.ref = ref.device;
+  ti.code = req.kernel_code;
+  ti.backend = req.backend;
+  ti.detect_decoy = req.detect_decoy;
+  ti.grad_ran = grad_ran;
+  ti.grad_error = grad_error;
+  ti.coverage_floor = req.coverage_floor;
+  CandidateTimingVerdict tv;
+  if (req.device == "cuda") {
+    tv = JudgeCandidateTiming(ti);
+  } else {  // CPU: the supervisor's brackets
+    tv.stats = ComputeTimingStats(trusted);
+  }
+  for (auto& [k, x] : tv.metadata.items()) md[k] = x;
+  if (tv.hacked) {
+    r->correctness = false;
+    Fail(r, Outcome::kHacked, tv.detail);
+    return finish_output();
+  }
+  r->kernel_timing = tv.stats;
   r->reference_timing = ref.timing;
   r->kernel_runtime = r->kernel_timing->median;
   r->reference_runtime = ref.timing->median;
@@ -960,6 +1033,24 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
 
 }  // namespace
 
+std::string FindCuptiLibrary(const std::string& given) {
+  std::error_code ec;
+  // Only where a GPU is visible: the CPU path never loads CUPTI.
+  if (!std::filesystem::exists("/dev/nvidiactl", ec)) return "";
+  std::string want = given;
+  if (want.empty()) {
+    if (const char* p = std::getenv("KGYM_CUPTI_LIB"); p) want = p;
+  }
+  if (want == "off" || want == "none") return "";
+  if (!want.empty()) return std::filesystem::exists(want, ec) ? want : "";
+  // Build layout (build/src/cli/kgym, build/src/gpu/), packed layout (dir/kgym, dir/lib/), installed (prefix/lib/).
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  for (auto cand : {exe / "../gpu/libkgym_cupti.so", exe / "lib/libkgym_cupti.so", exe / "../lib/libkgym_cupti.so",
+                    exe / "../lib/kgym/libkgym_cupti.so"})
+    if (std::filesystem::exists(cand, ec)) return std::filesystem::weakly_canonical(cand, ec).string();
+  return "";
+}
+
 Status Evaluator::Create(const EvaluatorOptions& options, std::unique_ptr<Evaluator>* out) {
   EvaluatorOptions o = options;
   if (o.harness_path.empty()) {
@@ -978,6 +1069,7 @@ Status Evaluator::Create(const EvaluatorOptions& options, std::unique_ptr<Evalua
     }
   }
   if (o.harness_path.empty()) return Status::NotFound("cannot find the kgym_harness package (set KGYM_HARNESS_PATH)");
+  o.cupti_library = FindCuptiLibrary(o.cupti_library);
   auto impl = std::make_unique<EvaluatorImpl>(o);
   Status s = impl->Init();
   if (!s.ok()) return s;

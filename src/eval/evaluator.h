@@ -36,7 +36,13 @@ struct EvaluatorOptions {
   // Keep one candidate worker per sandbox policy started ahead of need (sandbox set up, CUDA context made), so
   // an evaluation does not wait for them. Off for one-shot use (kgym eval), where it would be wasted work.
   bool spare_workers = true;
+  // libkgym_cupti.so, the kernel recorder loaded into GPU workers; "" = $KGYM_CUPTI_LIB or found next to the binary,
+  // "off" = none (GPU times are then the supervisor's brackets). Never loaded where no GPU is visible.
+  std::string cupti_library;
 };
+
+// The recorder library to use for `given` (see EvaluatorOptions::cupti_library): a path, or "" for none.
+std::string FindCuptiLibrary(const std::string& given);
 
 // Called with phase names ("queued", "reference", "load", "correctness", "timing", "profile", "done") as
 // the evaluation advances; used for server-sent progress. May be called from another thread.

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/evaluation.h"
+#include "eval/gpu_timing.h"
 #include "eval/tensor.h"
 
 namespace kgym {
@@ -27,7 +28,8 @@ struct ReferenceData {
   Values init;                // constructor arguments
   std::vector<ReferenceTrial> trials;
   std::vector<ReferenceTrial> pool;  // timing input sets (default variant)
-  std::optional<TimingStats> timing;
+  std::optional<TimingStats> timing;  // timeline spans where the reference's kernels were recorded, else brackets
+  ReferenceDeviceTiming device;       // what candidates' timelines are judged against
   nlohmann::json notes = nlohmann::json::object();
   size_t Bytes() const;
 };

@@ -1,0 +1,310 @@
+#include "eval/gpu_timing.h"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+#include <sstream>
+
+#include "eval/timing_stats.h"
+#include "eval/worker_session.h"
+#include "gpu/cupti_format.h"
+#include "gpu/roofline.h"
+#include "gpu/timing_crosscheck.h"
+
+namespace kgym {
+
+WorkerTimeline TimelineFromBytes(std::string_view bytes, const std::string& worker_error) {
+  WorkerTimeline t;
+  t.bytes = bytes.size();
+  if (bytes.empty()) {
+    t.problem = worker_error.empty() ? "the worker sent no kernel records" : worker_error;
+    return t;
+  }
+  gpu::ParseOptions opt;
+  opt.allow_partial_tail = true;
+  Status s = gpu::ParseRecordStream(bytes, opt, &t.records);
+  if (!s.ok()) {
+    t.problem = "the kernel record stream is malformed: " + s.message();
+    return t;
+  }
+  t.timeline = gpu::KernelTimeline::FromRecords(t.records);
+  if (!worker_error.empty()) {
+    t.problem = worker_error;
+  } else if (!t.records.errors.empty()) {
+    t.problem = "the recorder reported a CUPTI failure: " + t.records.errors.front().message;
+  } else if (t.records.dropped_records > 0) {
+    t.problem = "CUPTI dropped " + std::to_string(t.records.dropped_records) + " records";
+  } else if (t.records.last_flush_sequence == 0) {
+    t.problem = "the kernel record stream ends before its flush";
+  } else {
+    t.ok = true;
+  }
+  return t;
+}
+
+Status FetchTimeline(WorkerSession* w, Clock::time_point deadline, WorkerTimeline* out) {
+  Frame f;
+  Status s = w->Send({{"type", "timeline"}});
+  if (s.ok()) s = w->RecvReply(deadline, &f);
+  if (!s.ok()) return s;
+  if (f.header.value("type", "") != "timeline") {
+    *out = WorkerTimeline{};
+    out->problem = "the worker answered the timeline request with " + f.header.value("type", std::string("nothing"));
+    return Status::Ok();
+  }
+  std::string err = f.header.contains("error") && f.header["error"].is_string() ? f.header["error"].get<std::string>()
+                                                                               : std::string();
+  *out = TimelineFromBytes(f.payload, err);
+  return Status::Ok();
+}
+
+TimedSpans SpansOfTimedCalls(const gpu::KernelTimeline& t, int n) {
+  TimedSpans out;
+  for (int i = 0; i < n; ++i) {
+    uint64_t tag = kgym_make_tag(KGYM_PHASE_TIMING, static_cast<uint32_t>(i));
+    gpu::CallSpan c = t.Call(tag);
+    bool seen = !c.empty();
+    if (!seen) {  // a call with a begin marker but no work is present with zero time; one without is missing
+      auto tags = t.Tags();
+      seen = std::binary_search(tags.begin(), tags.end(), tag);
+    }
+    if (!seen) {
+      ++out.missing;
+      continue;
+    }
+    out.span_ms.push_back(c.span_ns / 1e6);
+    out.busy_ms.push_back(c.busy_ns / 1e6);
+    out.kernel_ms.push_back(c.kernel_sum_ns / 1e6);
+  }
+  for (const auto* op : t.OpsForPhase(KGYM_PHASE_TIMING))
+    if (op->kind == gpu::OpKind::kKernel) out.kernel_names.insert(op->name);
+  return out;
+}
+
+RuntimeChoice RuntimeFromTimeline(double span_ms, double bracket_ms, double ref_gap_ms) {
+  RuntimeChoice c;
+  double seen = bracket_ms - std::max(0.0, ref_gap_ms);  // what the supervisor saw, less the harness's overhead
+  double allowance = std::max(0.030, 0.05 * bracket_ms);
+  if (span_ms >= 0 && span_ms >= seen - allowance) {
+    c.runtime_ms = span_ms;
+    c.source = "timeline";
+    return c;
+  }
+  c.runtime_ms = std::max(seen, span_ms);
+  c.source = "supervisor";
+  std::ostringstream m;
+  m.precision(4);
+  if (span_ms < 0) {
+    m << "no usable kernel timeline: the supervisor's bracket of " << bracket_ms << " ms less the harness overhead "
+      << ref_gap_ms << " ms measured on the reference";
+  } else {
+    m << "the kernel timeline (" << span_ms << " ms) is shorter than the supervisor's bracket of the call ("
+      << bracket_ms << " ms) less the harness overhead measured on the reference (" << ref_gap_ms
+      << " ms): host work between the kernels' edges and the call's is charged";
+  }
+  c.why = m.str();
+  return c;
+}
+
+namespace {
+
+// Net parenthesis depth change of a line of Python, ignoring brackets inside string literals and comments.
+int ParenDelta(const std::string& line) {
+  int d = 0;
+  char quote = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char ch = line[i];
+    if (quote) {
+      if (ch == '\\') ++i;
+      else if (ch == quote) quote = 0;
+      continue;
+    }
+    if (ch == '#') break;
+    if (ch == '"' || ch == '\'') quote = ch;
+    else if (ch == '(' || ch == '[' || ch == '{') ++d;
+    else if (ch == ')' || ch == ']' || ch == '}') --d;
+  }
+  return d;
+}
+
+std::string Trim(const std::string& s) {
+  size_t a = s.find_first_not_of(" \t\r");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
+}
+
+}  // namespace
+
+gpu::CandidateKernelNames CandidateKernelsFromSource(const std::string& code,
+                                                     const std::set<std::string>& reference_kernels,
+                                                     std::vector<std::string>* found) {
+  std::vector<std::pair<std::string, bool>> names;  // (name, is_cuda)
+  {  // Triton: decorators (possibly spanning lines) naming jit/autotune/heuristics, then "def NAME("
+    std::istringstream in(code);
+    std::string line;
+    bool jit = false;
+    int depth = 0;
+    static const std::regex def_re(R"(^(?:async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\()");
+    while (std::getline(in, line)) {
+      std::string t = Trim(line);
+      if (depth > 0) {
+        depth = std::max(0, depth + ParenDelta(t));
+        continue;
+      }
+      if (t.empty() || t[0] == '#') continue;
+      if (t[0] == '@') {
+        if (t.find("jit") != std::string::npos || t.find("autotune") != std::string::npos ||
+            t.find("heuristics") != std::string::npos)
+          jit = true;
+        depth = std::max(0, ParenDelta(t));
+        continue;
+      }
+      std::smatch m;
+      if (jit && std::regex_search(t, m, def_re)) names.emplace_back(m[1].str(), false);
+      jit = false;
+    }
+  }
+  {  // CUDA: "__global__ [qualifiers] type NAME(", skipping __launch_bounds__(...)
+    const std::string kw = "__global__";
+    for (size_t at = code.find(kw); at != std::string::npos; at = code.find(kw, at + kw.size())) {
+      size_t p = at + kw.size();
+      std::string name;
+      while (p < code.size() && code[p] != ';' && code[p] != '{') {
+        size_t open = code.find('(', p);
+        if (open == std::string::npos) break;
+        size_t e = open;
+        while (e > p && std::isspace(static_cast<unsigned char>(code[e - 1]))) --e;
+        size_t b = e;
+        while (b > p && (std::isalnum(static_cast<unsigned char>(code[b - 1])) || code[b - 1] == '_')) --b;
+        std::string id = code.substr(b, e - b);
+        if (id != "__launch_bounds__") {
+          if (code.find_first_of(";{", p) > open) name = id;
+          break;
+        }
+        size_t close = code.find(')', open);
+        if (close == std::string::npos) break;
+        p = close + 1;
+      }
+      if (!name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]))) names.emplace_back(name, true);
+    }
+  }
+  gpu::CandidateKernelNames out;
+  std::set<std::string> kept;
+  for (const auto& [name, cuda] : names) {
+    if (kept.count(name)) continue;
+    gpu::CandidateKernelNames one;
+    if (cuda) one.AddCudaSymbol(name);
+    else one.AddTritonKernel(name);
+    bool library = std::any_of(reference_kernels.begin(), reference_kernels.end(),
+                               [&](const std::string& r) { return one.Matches(r); });
+    if (library) continue;
+    kept.insert(name);
+    if (cuda) out.AddCudaSymbol(name);
+    else out.AddTritonKernel(name);
+    if (found) found->push_back(name);
+  }
+  return out;
+}
+
+CandidateTimingVerdict JudgeCandidateTiming(const CandidateTimingInputs& in) {
+  CandidateTimingVerdict v;
+  auto& md = v.metadata;
+  const int n = static_cast<int>(in.bracket_ms.size());
+  const double bracket = Median(in.bracket_ms);
+  const bool ref_tl = in.ref.span_median_ms >= 0;
+  const WorkerTimeline* tl = in.timeline;
+  TimedSpans sp;
+  std::string problem;
+  if (!ref_tl) problem = "the reference has no usable kernel timeline";
+  else if (!tl) problem = "the candidate's worker had no kernel recorder";
+  else if (!tl->ok) problem = tl->problem;
+  else {
+    sp = SpansOfTimedCalls(tl->timeline, n);
+    if (sp.missing > 0 || sp.span_ms.empty())
+      problem = "the kernel timeline lacks " + std::to_string(sp.missing) + " of " + std::to_string(n) + " timed calls";
+  }
+  if (!problem.empty()) md["timeline_problem"] = problem;
+  const bool usable = problem.empty();
+
+  // ---- the reported time ----
+  if (!ref_tl) {  // no timeline on either side: the supervisor's brackets, as on the CPU
+    v.stats = ComputeTimingStats(in.bracket_ms);
+    v.source = "supervisor";
+  } else {
+    double span = usable ? Median(sp.span_ms) : -1;
+    RuntimeChoice c = RuntimeFromTimeline(span, bracket, in.ref.gap_ms);
+    v.source = c.source;
+    if (c.source == "timeline") {
+      v.stats = ComputeTimingStats(sp.span_ms);
+    } else {
+      std::vector<double> adj;
+      for (double b : in.bracket_ms) adj.push_back(std::max(0.0, b - in.ref.gap_ms));
+      v.stats = ComputeTimingStats(adj);
+      md["timing_source_reason"] = c.why;
+    }
+  }
+  md["timing_source"] = v.source;
+  md["timing_supervisor_median_ms"] = bracket;
+  if (ref_tl) md["timing_harness_overhead_ms"] = in.ref.gap_ms;
+  if (!usable) return v;
+
+  md["timeline_span_median_ms"] = Median(sp.span_ms);
+  md["timeline_busy_median_ms"] = Median(sp.busy_ms);
+  md["timeline_kernel_sum_median_ms"] = Median(sp.kernel_ms);
+  {
+    std::vector<double> span_us, ev_us, host_us;
+    for (double x : sp.span_ms) span_us.push_back(x * 1e3);
+    for (double x : in.event_ms) ev_us.push_back(x * 1e3);
+    for (double x : in.bracket_ms) host_us.push_back(std::max(0.0, x - in.ref.gap_ms) * 1e3);
+    md["timing_crosscheck"] = gpu::CrossCheckTiming(span_us, ev_us, host_us, in.crosscheck_threshold).ToJson();
+  }
+
+  // ---- coverage and the decoy rule ----
+  std::vector<std::string> names;
+  gpu::CandidateKernelNames cand = CandidateKernelsFromSource(in.code, in.ref.kernel_names, &names);
+  md["candidate_kernels"] = names;
+  gpu::CoverageOptions copt;
+  copt.coverage_floor = in.coverage_floor;
+  gpu::CoverageReport timed = gpu::ComputeCoverage(tl->timeline.OpsForPhase(KGYM_PHASE_TIMING), cand, copt);
+  const nlohmann::json kg = timed.KernelGymMetadata();
+  for (auto& [k, x] : kg.items()) md[k] = x;
+  md["coverage"] = timed.ToJson();
+  if (timed.below_floor()) md["coverage_below_floor"] = true;
+  if (in.backend == "triton" && in.detect_decoy && !cand.empty()) {
+    gpu::CoverageReport grad = timed;
+    if (in.grad_ran) {
+      grad = gpu::ComputeCoverage(tl->timeline.OpsForPhase(KGYM_PHASE_DETECT_GRAD), cand, copt);
+      md["detect_grad_custom_launches"] = grad.custom_launches;
+    } else {
+      md["detect_grad_error"] = in.grad_error.empty() ? "not run" : in.grad_error;
+    }
+    gpu::UsageVerdict u = gpu::JudgeUsage(timed, grad);
+    if (u.decoy) {
+      v.hacked = v.decoy = true;
+      v.detail = "hacked (decoy kernel): " + u.reason + " (seen on the GPU by the kernel recorder)";
+      return v;
+    }
+  }
+
+  // ---- the roofline floor ----
+  if (in.ref.bytes_moved > 0 && in.ref.bandwidth_gbps > 0) {
+    gpu::RooflineFloor floor;
+    gpu::RooflineInputs ri;
+    ri.bytes_moved = in.ref.bytes_moved;
+    ri.bandwidth_bytes_per_s = in.ref.bandwidth_gbps * 1e9;
+    if (gpu::ComputeRooflineFloor(ri, &floor).ok()) {
+      gpu::RooflineCheck chk = gpu::CheckAgainstRoofline(v.stats.median * 1e6, floor, in.roofline_margin);
+      gpu::RooflineCheck ref_chk = gpu::CheckAgainstRoofline(in.ref.span_median_ms * 1e6, floor, in.roofline_margin);
+      md["roofline"] = chk.ToJson();
+      if (chk.below_floor && !ref_chk.below_floor) {
+        v.hacked = true;
+        v.detail = "hacked (faster than physically possible): " + chk.explanation;
+      } else if (chk.below_floor) {
+        md["roofline"]["not_judged"] = "the reference is below the floor too (the task need not read all its inputs)";
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace kgym

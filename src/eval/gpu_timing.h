@@ -1,0 +1,116 @@
+// The evaluator's use of the CUPTI kernel timeline (src/gpu): fetching a worker's record stream, the per-call
+// device spans of its timed calls, which time is reported, coverage, the decoy rule and the roofline check.
+//
+// Trust: the record stream is written inside the worker's process, so for a candidate it is evidence that can be
+// forged, like any in-process profiler's. What it may change is bounded by what the supervisor sees itself: a
+// candidate's runtime is never less than the supervisor's own bracket of the call minus the harness overhead
+// measured the same way on the reference (RuntimeFromTimeline), and a missing or broken stream falls back to that
+// bracket. Coverage and the decoy rule use the stream as it is (as Dr.Kernel's profiler did), with kernel names
+// taken from the candidate's source by the supervisor, not from the candidate's process.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/evaluation.h"
+#include "core/status.h"
+#include "eval/wire.h"
+#include "gpu/coverage.h"
+#include "gpu/kernel_timeline.h"
+#include "gpu/record_stream.h"
+
+namespace kgym {
+
+class WorkerSession;
+
+struct WorkerTimeline {
+  bool ok = false;      // a stream came back, parsed, and the recorder reported no failure or lost records
+  std::string problem;  // why not, a sentence (empty when ok)
+  size_t bytes = 0;
+  gpu::RecordStream records;
+  gpu::KernelTimeline timeline;
+};
+
+// Parses a stream as hostile bytes (a cut tail is allowed: the worker caps what it sends). `worker_error` is what
+// the worker said went wrong while collecting ("" when nothing).
+WorkerTimeline TimelineFromBytes(std::string_view bytes, const std::string& worker_error);
+
+// Asks the worker for its stream (message "timeline") and parses it. A worker without a recorder answers with an
+// empty stream and its reason; that is a WorkerTimeline with ok == false, not an error Status.
+Status FetchTimeline(WorkerSession* w, Clock::time_point deadline, WorkerTimeline* out);
+
+// Device time of timed calls 0..n-1 (phase TIMING), in ms, in call order. `missing` counts calls with no record at
+// all (no begin marker, nothing launched): a stream that lost its calls.
+struct TimedSpans {
+  std::vector<double> span_ms;    // first start to last end over all streams
+  std::vector<double> busy_ms;    // union of the operations' intervals
+  std::vector<double> kernel_ms;  // sum of kernel durations
+  int missing = 0;
+  std::set<std::string> kernel_names;  // raw names of every kernel the timed calls ran
+};
+TimedSpans SpansOfTimedCalls(const gpu::KernelTimeline& t, int n);
+
+// Which time a candidate gets. `span_ms` is its timeline median (< 0: no usable timeline), `bracket_ms` the median
+// of the supervisor's go->done brackets, `ref_gap_ms` the reference's median bracket minus its median span (the
+// harness's own overhead: IPC, launch, sync). The timeline wins unless it is shorter than the bracket minus that
+// overhead by more than the noise allowance (max(30 us, 5 % of the bracket)); then the bracket minus the overhead
+// is reported, so a forged or partial stream can never shorten a call the supervisor saw take longer, and host
+// work the kernels do not cover (a slow launch path) is charged.
+struct RuntimeChoice {
+  double runtime_ms = 0;
+  std::string source;  // "timeline" or "supervisor"
+  std::string why;     // a sentence when the supervisor's time was used
+};
+RuntimeChoice RuntimeFromTimeline(double span_ms, double bracket_ms, double ref_gap_ms);
+
+// Kernels compiled from the candidate, found in its source by the supervisor: Triton functions (a def under a
+// decorator naming jit, autotune or heuristics) and CUDA __global__ functions (load_inline sources are strings in
+// the file). Names that also ran in the reference (library kernels) are dropped, so a candidate cannot claim
+// PyTorch's kernels by naming a function after one. `found` receives the names kept.
+gpu::CandidateKernelNames CandidateKernelsFromSource(const std::string& code,
+                                                     const std::set<std::string>& reference_kernels,
+                                                     std::vector<std::string>* found);
+
+// What the reference's timeline contributes to every candidate's judgement (kept with the cached reference).
+struct ReferenceDeviceTiming {
+  double span_median_ms = -1;  // < 0: the reference has no usable timeline (candidates then get brackets only)
+  double gap_ms = 0;           // median bracket minus median span: the harness's overhead per call
+  std::set<std::string> kernel_names;
+  double bytes_moved = 0;      // inputs read once + outputs written once, of one timing set
+  double bandwidth_gbps = 0;   // device copy bandwidth measured in the reference's process (0: unknown)
+};
+
+struct CandidateTimingInputs {
+  const WorkerTimeline* timeline = nullptr;  // null: the candidate had no recorder
+  std::vector<double> bracket_ms;            // the supervisor's brackets of timed calls 0..n-1
+  std::vector<double> event_ms;              // the worker's CUDA-event times of the same calls (forgeable)
+  ReferenceDeviceTiming ref;
+  std::string code;
+  std::string backend = "triton";
+  bool detect_decoy = true;
+  bool grad_ran = false;          // the grad-enabled detection call ran (DETECT_GRAD)
+  std::string grad_error;         // why it failed, when it did
+  double coverage_floor = 0.0;    // time coverage below this is reported
+  double roofline_margin = 0.5;   // flagged below floor * (1 - margin)
+  double crosscheck_threshold = 0.10;
+};
+
+struct CandidateTimingVerdict {
+  TimingStats stats;          // the reported series (timeline spans, or brackets less the harness overhead)
+  std::string source;         // "timeline" or "supervisor"
+  bool hacked = false;
+  std::string detail;         // "hacked (...): ..." when hacked
+  bool decoy = false;
+  nlohmann::json metadata = nlohmann::json::object();  // merged into the result's metadata
+};
+
+// Everything the evaluator decides from a correct candidate's timeline: the reported time, the cross-check of
+// span, events and brackets, coverage and KernelGYM's coverage keys, the decoy rule (Triton: its kernels must run
+// with grad off (the timed calls) and on (the detection call)), and the roofline floor (flagged only where the
+// reference itself respects it, so a task whose inputs need not all be read cannot trip it).
+CandidateTimingVerdict JudgeCandidateTiming(const CandidateTimingInputs& in);
+
+}  // namespace kgym
