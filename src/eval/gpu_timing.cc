@@ -133,6 +133,33 @@ std::string Trim(const std::string& s) {
   return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
 }
 
+// Whether a decorator line ("@triton.jit", "@triton.autotune(...", "@jit") names a Triton wrapper: the last
+// dotted part of its callee is jit, autotune or heuristics ("@torch.jit.script" names script, not jit).
+bool TritonDecorator(const std::string& line) {
+  size_t end = line.find_first_of("( \t", 1);
+  std::string callee = line.substr(1, end == std::string::npos ? std::string::npos : end - 1);
+  size_t dot = callee.rfind('.');
+  std::string last = dot == std::string::npos ? callee : callee.substr(dot + 1);
+  return last == "jit" || last == "autotune" || last == "heuristics";
+}
+
+// Whether the text between "__global__" and a kernel's name is declaration words only (identifiers and
+// whitespace), setting *has_void when one is "void"; prose that mentions __global__ has punctuation or no void.
+bool DeclarationWords(const std::string& s, bool* has_void) {
+  std::string word;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    char ch = i < s.size() ? s[i] : ' ';
+    if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') {
+      word.push_back(ch);
+      continue;
+    }
+    if (!std::isspace(static_cast<unsigned char>(ch))) return false;
+    if (word == "void") *has_void = true;
+    word.clear();
+  }
+  return true;
+}
+
 }  // namespace
 
 gpu::CandidateKernelNames CandidateKernelsFromSource(const std::string& code,
@@ -153,9 +180,7 @@ gpu::CandidateKernelNames CandidateKernelsFromSource(const std::string& code,
       }
       if (t.empty() || t[0] == '#') continue;
       if (t[0] == '@') {
-        if (t.find("jit") != std::string::npos || t.find("autotune") != std::string::npos ||
-            t.find("heuristics") != std::string::npos)
-          jit = true;
+        if (TritonDecorator(t)) jit = true;
         depth = std::max(0, ParenDelta(t));
         continue;
       }
@@ -169,6 +194,7 @@ gpu::CandidateKernelNames CandidateKernelsFromSource(const std::string& code,
     for (size_t at = code.find(kw); at != std::string::npos; at = code.find(kw, at + kw.size())) {
       size_t p = at + kw.size();
       std::string name;
+      bool has_void = false;  // a __global__ function returns void
       while (p < code.size() && code[p] != ';' && code[p] != '{') {
         size_t open = code.find('(', p);
         if (open == std::string::npos) break;
@@ -177,8 +203,9 @@ gpu::CandidateKernelNames CandidateKernelsFromSource(const std::string& code,
         size_t b = e;
         while (b > p && (std::isalnum(static_cast<unsigned char>(code[b - 1])) || code[b - 1] == '_')) --b;
         std::string id = code.substr(b, e - b);
+        if (!DeclarationWords(code.substr(p, b - p), &has_void)) break;
         if (id != "__launch_bounds__") {
-          if (code.find_first_of(";{", p) > open) name = id;
+          if (code.find_first_of(";{", p) > open && has_void) name = id;
           break;
         }
         size_t close = code.find(')', open);
