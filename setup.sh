@@ -11,6 +11,9 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev libhiredis-dev redis-server libxxhash-dev
   pybind11-dev python3-dev python3-numpy python3-torch python3-pytest python3-pip util-linux iproute2 procps
+  # torch's C++ headers (python3-torch ships only links to them): CUDA-backend candidates build C++
+  # extensions with torch.utils.cpp_extension (g++ and ninja from the lines above).
+  libtorch-dev
 )
 if [ "${KGYM_SKIP_APT:-0}" != 1 ]; then
   missing=()

@@ -10,6 +10,9 @@ for b in build/gpu/kgym build/gpu/eval_overhead; do
   ldd "$b" | awk '$3 ~ /^\// {print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*|libgcc_s|libstdc\+\+)\.so' \
     | xargs -r -I{} cp -L -n {} build/gpu/lib/
 done
+# The kernel recorder (kgym finds it at lib/ next to itself); libcupti itself comes from the GPU machine's toolkit.
+if [ -f build/src/gpu/libkgym_cupti.so ]; then strip -o build/gpu/lib/libkgym_cupti.so build/src/gpu/libkgym_cupti.so
+else echo "pack: no libkgym_cupti.so (GPU times will be the supervisor's brackets)"; fi
 du -sh build/gpu
 # pytest for the GPU red-team cases (the GPU machine's Python has none), and the tree's commit (no .git there).
 mkdir -p build/gpu/wheels

@@ -20,6 +20,23 @@ for st in $STAGES; do
   t0=$(date +%s.%N)
   case $st in
     doctor) timeout 120 "$KGYM_BIN" doctor > "$OUT/doctor.txt" 2>&1 ;;
+    sanity) timeout 120 "$KGYM_BIN" eval --ref tests/redteam/gpu/ref_matmul.py --kernel tests/redteam/gpu/fused_triton_matmul.py \
+              --device cuda --perf-trials 30 > "$OUT/sanity.json" 2> "$OUT/sanity.stderr"
+            python3 -c "import json,sys; d=json.load(open(sys.argv[1])); m=d['metadata']; print(d['outcome'], d['outcome_detail'][:200], d['reference_runtime'], d['kernel_runtime']); print({k: m.get(k) for k in ('timing_source','timeline_problem','reference_timeline_problem','timeline_span_median_ms','timeline_kernel_sum_median_ms','timing_supervisor_median_ms','timing_harness_overhead_ms','custom_kernel_cuda_time_coverage','roofline','device_copy_bandwidth_gbps')})" "$OUT/sanity.json" > "$OUT/sanity.txt" 2>&1 ;;
+    diag) mkdir -p "$OUT/diag"  # full results of chosen candidates against the GPU matmul reference
+          for c in ${DIAG:-candidates/F_cache_content.py gpu/lazy_triton.py gpu/side_stream.py}; do
+            n=$(basename "$c" .py)
+            timeout 150 "$KGYM_BIN" eval --ref tests/redteam/gpu/ref_matmul.py --kernel "tests/redteam/$c" --device cuda \
+              ${DIAG_ARGS:-} > "$OUT/diag/$n.json" 2> "$OUT/diag/$n.stderr"
+            python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(sys.argv[2], d['outcome'], d['speedup'], d['outcome_detail'][:300])" \
+              "$OUT/diag/$n.json" "$n" >> "$OUT/diag.txt" 2>&1
+          done
+          tar czf "$OUT/diag.tgz" -C "$OUT" diag && rm -rf "$OUT/diag" ;;  # one file (the device tool returns few)
+    wrong5) timeout "${SUITE_TIMEOUT:-260}" "$KGYM_BIN" suite --tasks tasks --device cuda --kinds wrong \
+              --only softmax_scale_residual,mlp,resnet_block,small_cnn,transformer_block --jobs 2 --perf-trials 50 \
+              --out "$OUT/suite_wrong5.json" > "$OUT/suite_wrong5.md" 2> "$OUT/suite_wrong5.stderr" ;;
+    ncu) timeout "${NCU_TIMEOUT:-540}" python3 bench/gpu/ncu_compare.py --bin "$KGYM_BIN" --out "$OUT/ncu" ${NCU_ARGS:-} \
+           > "$OUT/ncu_compare.log" 2>&1 ;;
     overhead) timeout 150 "$B/eval_overhead" --device cuda -n 20 --baseline-n 3 \
                 --out "$OUT/eval_overhead-h200.json" > "$OUT/eval_overhead.md" 2>&1 ;;
     suite) timeout "${SUITE_TIMEOUT:-260}" "$KGYM_BIN" suite --tasks tasks --device cuda --kinds "${SUITE_KINDS:-triton,wrong}" \
@@ -33,5 +50,6 @@ for st in $STAGES; do
   esac
   echo "$st rc=$? $(python3 -c "import time,sys; print('%.1f s' % (time.time() - float(sys.argv[1])))" "$t0")" >> "$OUT/stages.txt"
 done
-cat "$OUT/stages.txt"; tail -5 "$OUT/eval_overhead.md" 2>/dev/null; tail -30 "$OUT/suite.md" 2>/dev/null
+cat "$OUT/stages.txt"; cat "$OUT/sanity.txt" "$OUT/diag.txt" 2>/dev/null; tail -5 "$OUT/eval_overhead.md" 2>/dev/null
+tail -12 "$OUT/suite_wrong5.md" 2>/dev/null; tail -40 "$OUT/ncu/ncu_compare.md" 2>/dev/null; tail -30 "$OUT/suite.md" 2>/dev/null
 tail -15 "$OUT/redteam_gpu.txt" 2>/dev/null; tail -12 "$OUT/throughput.md" 2>/dev/null

@@ -97,19 +97,32 @@ def setup_filesystem(policy, protections):
     hidden paths, everything else read-only."""
     if not protections.get("mount_namespace"):
         return
+    cache_fd = -1
     try:
         mount(None, "/", None, MS_REC | MS_PRIVATE)
         if protections.get("pid_namespace"):
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        if policy.get("extension_cache"):
+            # Held open: the private /tmp mounted next hides the host path (the cache lives in the host's /tmp).
+            try:
+                cache_fd = os.open(policy["extension_cache"], os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
+            except OSError as e:
+                protections["extension_cache_error"] = str(e)
         size = "size=%dm" % int(policy.get("scratch_mb", 2048))
         for d in ("/tmp", "/dev/shm", "/var/tmp"):
             if os.path.isdir(d):
                 mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, size + ",mode=1777")
+        writable = {"/tmp", "/dev/shm", "/var/tmp", "/proc", "/dev", "/sys"}
+        if cache_fd >= 0:
+            try:
+                _mount_extension_cache(cache_fd, EXTENSION_MOUNT, policy, protections)
+                writable.add(EXTENSION_MOUNT)
+            except OSError as e:
+                protections["extension_cache_error"] = str(e)
         for p in policy.get("hide", []):
             if os.path.isdir(p):
                 mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=1m,mode=0")
         protections["hidden_paths"] = [p for p in policy.get("hide", []) if os.path.isdir(p)]
-        writable = {"/tmp", "/dev/shm", "/var/tmp", "/proc", "/dev", "/sys"}
         failed = []
         with open("/proc/self/mountinfo") as f:
             points = [line.split()[4] for line in f]
@@ -127,6 +140,26 @@ def setup_filesystem(policy, protections):
         protections["private_tmp"] = True
     except OSError as e:
         protections["filesystem_error"] = str(e)
+    finally:
+        if cache_fd >= 0:
+            os.close(cache_fd)
+
+
+# Where the build cache is mounted in the private /tmp: the same path in every evaluation, because torch's
+# build files name their directory and ninja rebuilds whatever was built under another path.
+EXTENSION_MOUNT = "/tmp/kgym-torch-extensions"
+
+
+def _mount_extension_cache(fd, target, policy, protections):
+    """Binds the supervisor's per-source build directory (open as `fd`) at `target`, writable by the uid the
+    harness drops to. Only byte-identical sources share that directory (see src/eval/extension_cache.h)."""
+    os.makedirs(target, exist_ok=True)
+    mount("/proc/self/fd/%d" % fd, target, None, MS_BIND)
+    mount(None, target, None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV)
+    uid = int(policy.get("uid", 65534))
+    if os.getuid() == 0 and uid > 0 and not protections.get("user_namespace"):
+        os.chown(target, uid, uid)
+    protections["extension_cache"] = "mounted"
 
 
 def drop_privileges(policy, protections):
@@ -168,6 +201,11 @@ def drop_privileges(policy, protections):
     env["TMPDIR"] = scratch
     env["TRITON_CACHE_DIR"] = os.path.join(scratch, "triton")
     env["TORCH_EXTENSIONS_DIR"] = os.path.join(scratch, "torch_extensions")
+    if protections.get("extension_cache") == "mounted":
+        env["TORCH_EXTENSIONS_DIR"] = EXTENSION_MOUNT
+    elif policy.get("extension_cache") and not protections.get("private_tmp"):
+        env["TORCH_EXTENSIONS_DIR"] = policy["extension_cache"]  # no private /tmp: the host path is in sight
+        protections["extension_cache"] = "direct"
     os.environ.clear()
     os.environ.update(env)
     protections["env_scrubbed"] = True

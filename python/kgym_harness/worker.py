@@ -17,7 +17,7 @@ import traceback
 
 import torch
 
-from . import recorder, tensors, wire
+from . import extensions, recorder, tensors, wire
 
 # Captured before any untrusted code runs: the harness uses these objects, not whatever the module attributes
 # point at later, so patching torch.cuda.synchronize or time.perf_counter does not change what is measured here
@@ -27,6 +27,7 @@ _no_grad = torch.no_grad
 _enable_grad = torch.enable_grad
 _equal = torch.equal
 _Tensor = torch.Tensor
+_zero = torch.Tensor.zero_
 _Parameter = torch.nn.Parameter
 _current_frames = sys._current_frames
 _cuda_sync = torch.cuda.synchronize
@@ -265,6 +266,7 @@ class Runner:
         self.live = None
         self.last_out = None
         self.flush_buf = None
+        self.null_buf = None
         self.base_flags = {}
         self.base_threads = {}
         self.filename = CANDIDATE_FILE if role == "candidate" else REFERENCE_FILE
@@ -284,6 +286,12 @@ class Runner:
         modname = "kgym_candidate" if self.role == "candidate" else "kgym_reference"
         phase = "load"
         err_kind = "compile_error" if self.role == "candidate" else "invalid"
+        if self.role == "candidate" and "cpp_extension" in job["code"]:
+            try:
+                extensions.keep_unchanged_build_files()  # a cached build is reused on old torch too
+            except Exception:  # noqa: BLE001 - only costs a rebuild
+                pass
+        t0 = _perf_ns()
         try:
             spec = importlib.util.spec_from_file_location(modname, path)
             mod = importlib.util.module_from_spec(spec)
@@ -293,7 +301,9 @@ class Runner:
             if isinstance(e, SystemExit):
                 raise Reported(err_kind, phase, "the module called exit() while loading")
             detail, tb = _describe(e, self.filename)
-            raise Reported(_exc_kind(e, err_kind), phase, detail, tb)
+            raise self._build_failure(e, phase, tb) or Reported(_exc_kind(e, err_kind), phase, detail, tb)
+        finally:
+            self.load_s = (_perf_ns() - t0) / 1e9  # an extension's build (or its cache hit) happens here
         cls_name = job["class_name"]
         cls = getattr(mod, cls_name, None)
         if cls is None or not isinstance(cls, type):
@@ -321,7 +331,16 @@ class Runner:
             raise
         except BaseException as e:  # noqa: BLE001
             detail, tb = _describe(e, self.filename)
-            raise Reported(_exc_kind(e, kind), "init", detail, tb)
+            raise self._build_failure(e, "init", tb) or Reported(_exc_kind(e, kind), "init", detail, tb)
+
+    def _build_failure(self, e, phase, tb):
+        """A candidate's extension that failed to build (at import or in __init__) is a compile error."""
+        b = extensions.build_error(e) if self.role == "candidate" else None
+        if b is None:
+            return None
+        rep = Reported("compile_error", phase, b[0], tb)
+        rep.build_log = b[1]
+        return rep
 
     # ----- calls -----
     def sync(self):
@@ -410,6 +429,8 @@ class Runner:
         self.live = [a.clone() if isinstance(a, _Tensor) else a for a in first]
         if self.device.startswith("cuda") and flush_mb > 0:
             self.flush_buf = torch.empty(int(flush_mb) << 18, dtype=torch.float32, device=self.device)
+        self.null_buf = torch.empty(256, dtype=torch.float32, device=self.device) if self.device.startswith("cuda") \
+            else None
 
     def refill(self, j):
         src = self.pool[j]
@@ -423,8 +444,11 @@ class Runner:
 
 
 def _send_error(sock, rep):
-    wire.send(sock, {"type": "error", "kind": rep.kind, "phase": rep.phase, "detail": rep.detail,
-                     "traceback": _tail(rep.tb)})
+    h = {"type": "error", "kind": rep.kind, "phase": rep.phase, "detail": rep.detail, "traceback": _tail(rep.tb)}
+    if getattr(rep, "build_log", None) is not None:
+        h["extension_build"] = True
+        h["build_log"] = rep.build_log
+    wire.send(sock, h)
 
 
 def _send_values(sock, header, groups):
@@ -635,6 +659,21 @@ def timing_loop(sock, r, h):
             if use_events:
                 rep["event_ms"] = ev0.elapsed_time(ev1)
             wire.send(sock, rep)
+        elif t == "null":
+            # The harness's own call, bracketed like a timed one: one tiny kernel through captured functions and
+            # the same synchronisation, no model code. Its bracket is this process's overhead per call (IPC,
+            # launch, wake-up), which the supervisor takes off the candidate's brackets of the same process.
+            wire.send(sock, {"type": "armed", "call": h["call"]})
+            g, _ = wire.recv(sock)
+            if g.get("type") != "go":
+                raise Reported("invalid", "protocol", "expected go, got %r" % g.get("type"))
+            t0 = _perf_ns()
+            recorder.RECORDER.begin(recorder.HARNESS, h["call"])
+            if r.null_buf is not None:
+                _zero(r.null_buf)
+            recorder.RECORDER.end()
+            r.sync()
+            wire.send(sock, {"type": "done", "call": h["call"], "self_ms": (_perf_ns() - t0) / 1e6})
         elif t == "fetch":
             j = h["set"] % len(r.pool)
             evid = r.inspect_output(r.last_out, r.live, r.pool[j], "timing") if r.role == "candidate" else []
@@ -676,7 +715,11 @@ def serve(sock, role, protections):
     try:
         job, payload = wire.recv(sock)
         r = Runner(role, protections)
-        r.load(job)
+        try:
+            r.load(job)
+        finally:
+            if role == "candidate" and getattr(r, "load_s", None) is not None:
+                wire.send(sock, {"type": "note", "key": "load_s", "value": r.load_s})
         if role == "reference":
             serve_reference(sock, r, job)
             wire.send(sock, {"type": "ready"})

@@ -143,6 +143,8 @@ def _run_harness(msg, chan_fd, policy, protections, init):
             scratch = policy.get("scratch") or "/tmp/kgym-unsealed-%d" % os.getpid()
             os.makedirs(scratch, exist_ok=True)
             os.chdir(scratch)
+            if policy.get("extension_cache"):
+                os.environ["TORCH_EXTENSIONS_DIR"] = policy["extension_cache"]
         for k, v in policy.get("env_before_cuda", {}).items():
             os.environ[k] = v
         sock = socket.socket(fileno=chan_fd)

@@ -25,6 +25,7 @@ bool GpuVisible() { return ::access("/dev/nvidia0", F_OK) == 0 || ::access("/dev
 
 struct EvalFlags {
   std::string ref, kernel, device, backend = "triton", size, reference_backend, task_id = "cli";
+  double coverage_floor = 0.1;
   int correct_trials = 5, perf_trials = 100, warmup = 3, device_index = 0;
   double timeout = 300, atol = 1e-2, rtol = 1e-2, memory_gb = 0;
   bool train = false, unsafe = false, compat = false, no_perf = false, pretty = false;
@@ -48,6 +49,8 @@ KGYM_REGISTER_COMMAND("eval", "evaluate one candidate (ModelNew) against one ref
   sub->add_option("--memory-limit-gb", f->memory_gb, "host memory limit of the candidate");
   sub->add_option("--size", f->size, "task size (KGYM_TASK_SIZE seen by the reference), e.g. small");
   sub->add_option("--reference-backend", f->reference_backend, "pytorch (eager) or torch_compile");
+  sub->add_option("--coverage-floor", f->coverage_floor, "GPU time coverage below this is reported (0 disables)")
+      ->check(CLI::Range(0.0, 1.0));
   sub->add_option("--task-id", f->task_id, "task id echoed in the result");
   sub->add_flag("--train-mode", f->train, "keep models in training mode");
   sub->add_flag("--no-perf", f->no_perf, "skip timing");
@@ -81,6 +84,7 @@ KGYM_REGISTER_COMMAND("eval", "evaluate one candidate (ModelNew) against one ref
     req.memory_limit_gb = f->memory_gb;
     req.size = f->size;
     req.reference_backend = f->reference_backend;
+    req.coverage_floor = f->coverage_floor;
     req.train_mode = f->train;
     req.measure_performance = !f->no_perf;
     req.unsafe_no_sandbox = f->unsafe;

@@ -20,6 +20,7 @@
 #include <random>
 #include <sstream>
 
+#include "eval/extension_cache.h"
 #include "eval/gpu_timing.h"
 #include "eval/host_memory.h"
 #include "eval/policy.h"
@@ -134,7 +135,7 @@ void ClassifyFailure(WorkerSession* w, const Status& s, const std::string& phase
 
 class EvaluatorImpl : public Evaluator {
  public:
-  explicit EvaluatorImpl(EvaluatorOptions o) : opt_(std::move(o)) {
+  explicit EvaluatorImpl(EvaluatorOptions o) : opt_(std::move(o)), ext_cache_(opt_.extension_cache_root) {
     std::random_device rd;
     secret_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }
@@ -201,16 +202,19 @@ class EvaluatorImpl : public Evaluator {
     if (!m) m = std::make_unique<std::mutex>();
     return *m;
   }
-  nlohmann::json Policy(const EvalRequest& req, const std::string& role);
+  nlohmann::json Policy(const EvalRequest& req, const std::string& role, const std::string& extension_dir = "");
   // A candidate worker for `req`: the spare for its policy when one is ready, else a fresh one; then starts the
-  // next spare in the background.
-  Status StartCandidate(const EvalRequest& req, const Deadline& dl, std::unique_ptr<WorkerSession>* out);
+  // next spare in the background. With an extension cache directory (CUDA backend), always a fresh one: the
+  // directory is mounted when the worker is made, and it differs by source.
+  Status StartCandidate(const EvalRequest& req, const Deadline& dl, std::unique_ptr<WorkerSession>* out,
+                        const std::string& extension_dir = "");
   static std::string SpareKey(nlohmann::json policy) {
     policy.erase("scratch");
     return policy.dump();
   }
 
   EvaluatorOptions opt_;
+  ExtensionCache ext_cache_;
   std::unique_ptr<Zygote> zygote_;
   uint64_t secret_;
   std::mutex cache_mu_;
@@ -227,10 +231,10 @@ class EvaluatorImpl : public Evaluator {
   std::condition_variable spare_cv_;
 };
 
-Status EvaluatorImpl::StartCandidate(const EvalRequest& req, const Deadline& dl,
-                                     std::unique_ptr<WorkerSession>* out) {
-  nlohmann::json policy = Policy(req, "candidate");
-  if (!opt_.spare_workers)
+Status EvaluatorImpl::StartCandidate(const EvalRequest& req, const Deadline& dl, std::unique_ptr<WorkerSession>* out,
+                                     const std::string& extension_dir) {
+  nlohmann::json policy = Policy(req, "candidate", extension_dir);
+  if (!opt_.spare_workers || !extension_dir.empty())
     return WorkerSession::Start(zygote_.get(), {{"role", "candidate"}, {"policy", policy}}, dl.at, out);
   std::string key = SpareKey(policy);
   std::unique_ptr<WorkerSession> spare;
@@ -263,7 +267,8 @@ Status EvaluatorImpl::StartCandidate(const EvalRequest& req, const Deadline& dl,
   return WorkerSession::Start(zygote_.get(), {{"role", "candidate"}, {"policy", policy}}, dl.at, out);
 }
 
-nlohmann::json EvaluatorImpl::Policy(const EvalRequest& req, const std::string& role) {
+nlohmann::json EvaluatorImpl::Policy(const EvalRequest& req, const std::string& role,
+                                     const std::string& extension_dir) {
   PolicyInputs in;
   in.enabled = opt_.sandbox && !req.unsafe_no_sandbox;
   in.cuda = req.device == "cuda";
@@ -272,6 +277,7 @@ nlohmann::json EvaluatorImpl::Policy(const EvalRequest& req, const std::string& 
   in.timeout_s = req.timeout_s;
   in.hidden_paths = opt_.hidden_paths;
   in.role = role;
+  in.extension_cache_dir = extension_dir;
   nlohmann::json p = BuildPolicy(in);
   if (in.cuda && !opt_.cupti_library.empty()) p["env"]["KGYM_CUPTI_LIB"] = opt_.cupti_library;
   return p;
@@ -330,7 +336,7 @@ int FreshSets(int pool) { return pool >= kFreshSets + 2 ? kFreshSets : 0; }
 Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fresh_sets, double flush_mb,
                   uint64_t seed, const Deadline& dl, const std::function<bool(int call, int set, const Frame&)>& verify,
                   std::vector<double>* trusted, std::vector<double>* self_ms, std::vector<double>* event_ms,
-                  std::vector<double>* fresh_ms, ThreadWatch* threads) {
+                  std::vector<double>* fresh_ms, ThreadWatch* threads, std::vector<double>* null_ms) {
   Frame f;
   Status s = w->Send({{"type", "timing"}, {"flush_mb", flush_mb}});
   if (s.ok()) s = w->RecvReply(dl.at, &f);
@@ -342,6 +348,13 @@ Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fres
   if (n > 0) fetch[n - 1] = true;
   std::vector<int> fresh_before(std::max(n, 1), 0);  // fresh calls made just before timed call i
   for (int k = 0; k < fresh_sets && n > 0; ++k) fresh_before[rng() % n]++;
+  // Null calls (the harness's own tiny kernel, no model code) spread over the timed calls: their brackets are this
+  // process's overhead per call, measured under the same conditions as the calls around them.
+  std::vector<int> null_before(std::max(n, 1), 0);
+  if (null_ms && n > 0) {
+    int k = std::clamp(n / 10, 3, 10);
+    for (int j = 0; j < k; ++j) null_before[static_cast<size_t>(j) * n / k]++;
+  }
   n_warmup = std::max(n_warmup, pool_size);  // every rotation set is touched once before timing starts
   bool stop = false;
   auto call = [&](int id, int set, bool check, std::vector<double>* into) -> Status {  // into: null for warmups
@@ -387,6 +400,20 @@ Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fres
       s = call(i, (i + n_warmup) % pool_size, false, nullptr);
       if (!s.ok()) return s;
       continue;
+    }
+    for (int k = 0; k < null_before[i]; ++k) {
+      if (threads) threads->Skip();  // the CPU between calls is judged on model calls only
+      Frame armed, done;
+      s = w->Send({{"type", "null"}, {"call", static_cast<int>(null_ms->size())}});
+      if (s.ok()) s = w->RecvReply(dl.at, &armed);
+      if (!s.ok()) return s;
+      if (armed.header.value("type", "") != "armed") return Status::Internal("worker broke the timing protocol");
+      Clock::time_point t0 = Clock::now();
+      s = w->Send({{"type", "go"}});
+      if (s.ok()) s = w->RecvReply(dl.at, &done);
+      if (!s.ok()) return s;
+      if (done.header.value("type", "") != "done") return Status::Internal("worker broke the timing protocol");
+      null_ms->push_back(duration<double, std::milli>(done.received - t0).count());
     }
     for (int k = 0; k < fresh_before[i] && !stop; ++k) {
       int j = static_cast<int>(fresh_ms->size());
@@ -540,13 +567,13 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
   if (req.measure_performance && pool == 0) return fail("invalid", "the reference produced no timing inputs", w.get());
   if (req.measure_performance) {
     std::lock_guard<std::mutex> timing(TimingLock(req));
-    std::vector<double> trusted, self, ev, fresh;
+    std::vector<double> trusted, self, ev, fresh, nulls;
     ThreadWatch watch;
     watch.pid = w->harness_pid();
     watch.threads = false;
     s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials), pool - FreshSets(pool), 0,
                    req.device == "cuda" ? 256 : 0, base + 7, dl, [](int, int, const Frame&) { return true; },
-                   &trusted, &self, &ev, &fresh, &watch);
+                   &trusted, &self, &ev, &fresh, &watch, req.device == "cuda" ? &nulls : nullptr);
     if (!s.ok()) {
       if (s.code() == Status::Code::kInvalidArgument) {
         auto h = nlohmann::json::parse(s.message(), nullptr, false);
@@ -565,15 +592,33 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
       if (problem.empty()) {
         sp = SpansOfTimedCalls(tl.timeline, static_cast<int>(trusted.size()));
         if (sp.missing > 0 || sp.span_ms.empty()) problem = "the reference's timeline lacks timed calls";
+        else if (sp.empty > 0)  // a stream whose operations lost their call tags reads as calls taking no time
+          problem = "the reference's timeline shows no device work in " + std::to_string(sp.empty) + " of " +
+                    std::to_string(trusted.size()) + " timed calls";
       }
       if (problem.empty()) {  // the reference is timed by its kernels; its brackets give the harness's overhead
         ref->timing = ComputeTimingStats(sp.span_ms);
         ref->device.span_median_ms = ref->timing->median;
         ref->device.gap_ms = std::max(0.0, Median(trusted) - ref->device.span_median_ms);
         ref->device.kernel_names = sp.kernel_names;
+        if (!nulls.empty()) {
+          ref->device.null_ms = Median(nulls);
+          ref->notes["reference_null_call_median_ms"] = ref->device.null_ms;
+          ref->notes["reference_host_ms"] = std::max(0.0, ref->device.gap_ms - ref->device.null_ms);
+        }
         ref->notes["reference_timeline_busy_median_ms"] = Median(sp.busy_ms);
+        ref->notes["reference_timeline_kernel_sum_median_ms"] = Median(sp.kernel_ms);
         ref->notes["reference_harness_overhead_ms"] = ref->device.gap_ms;
         ref->notes["reference_kernels"] = sp.kernel_names.size();
+        if (const char* t = std::getenv("KGYM_TRACE_TIMING"); t && std::string(t) == "1") {
+          nlohmann::json tr = TimingTrace(tl, static_cast<int>(trusted.size()));
+          tr["bracket_ms"] = trusted;
+          tr["self_ms"] = self;
+          tr["event_ms"] = ev;
+          tr["null_bracket_ms"] = nulls;
+          tr["null"] = TimingTrace(tl, static_cast<int>(nulls.size()), 0, KGYM_PHASE_HARNESS);
+          ref->notes["reference_timing_trace"] = tr;
+        }
       } else {
         ref->notes["reference_timeline_problem"] = problem;
       }
@@ -606,8 +651,16 @@ void Fail(EvalResult* r, Outcome o, const std::string& detail) {
 void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& ref, const Deadline& dl,
                                  const ProgressFn& progress, const std::atomic<bool>* cancel_, EvalResult* r) {
   auto& md = r->metadata;
+  ExtensionCache::Entry ext;  // CUDA backend: this source's build cache (a failure to make it only costs time)
+  if (req.backend == "cuda") {
+    Status cs = ext_cache_.Prepare(req.kernel_code, &ext);
+    if (!cs.ok()) {
+      md["extension_cache_error"] = cs.message();
+      ext = {};
+    }
+  }
   std::unique_ptr<WorkerSession> w;
-  Status s = StartCandidate(req, dl, &w);
+  Status s = StartCandidate(req, dl, &w, ext.dir);
   if (w) w->SetCancel(cancel_);
   uint64_t worker_peak = 0;  // the worker's peak private memory, for memory admission (read before it exits)
   auto sample_peak = [&] { worker_peak = std::max(worker_peak, w ? ProcessPeakPrivateBytes(w->harness_pid()) : 0); };
@@ -631,6 +684,10 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     return;
   }
   md["sandbox"] = w->hello().value("protections", nlohmann::json::object());
+  if (!ext.dir.empty()) {  // "hit" only when the worker got the directory that held a build
+    bool given = md["sandbox"].contains("extension_cache") || req.unsafe_no_sandbox || !opt_.sandbox;
+    md["extension_cache"] = !given ? "off" : ext.hit ? "hit" : "miss";
+  }
   if (opt_.sandbox && !req.unsafe_no_sandbox) {
     auto missing = MissingProtections(md["sandbox"]);
     if (!missing.empty()) {
@@ -650,6 +707,20 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     std::string detail = f.header.value("detail", "");
     std::string tb = f.header.value("traceback", "");
     r->compiled = o != Outcome::kCompileError;
+    if (o == Outcome::kCompileError && f.header.value("extension_build", false)) {
+      // The compiler's first errors, from the exception's text or else (verbose builds print the compiler's
+      // output rather than raising it) from the worker's captured output, once it has exited.
+      std::string log = f.header.value("build_log", "");
+      std::string lines = CompilerErrorLines(log);
+      WorkerExit e;
+      if (lines.empty() && w->WaitExit(Clock::now() + seconds(3), &e))
+        lines = CompilerErrorLines(log = w->Output());
+      if (!lines.empty()) {
+        Fail(r, o, lines + "\n(" + detail + ")");
+        md["compilation_error"] = log;
+        return;
+      }
+    }
     if (o == Outcome::kCompileError) {
       Fail(r, o, "compile error: " + detail);
       md["compilation_error"] = tb.empty() ? detail : tb;
@@ -686,6 +757,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   Frame f;
   if (s.ok()) s = w->RecvReply(dl.at, &f);
   if (!s.ok()) return fail_session(s);
+  if (w->notes().contains("load_s") && w->notes()["load_s"].is_number()) md["load_s"] = w->notes()["load_s"];
   if (f.header.value("type", "") == "error") {
     harness_error(f);
     return finish_output();
@@ -835,7 +907,10 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     }
     return true;
   };
-  std::vector<double> trusted, self, ev, fresh;
+  std::vector<double> trusted, self, ev, fresh, nulls;
+  const bool recorded = req.device == "cuda" && w->hello().value("recorder", "") == "on" && ref.device.span_median_ms >= 0;
+  bool grad_ran = false;
+  std::string grad_error;
   ThreadWatch timed_threads;  // counted afresh: growth on the first trial (a lazy pool) does not carry over
   timed_threads.pid = w->harness_pid();
   {
@@ -843,7 +918,17 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     int sets = static_cast<int>(ref.pool.size());
     s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials), sets - FreshSets(sets),
                    FreshSets(sets), req.device == "cuda" ? 256 : 0, Mix(secret_ ^ 0x5eed), dl, verify, &trusted, &self,
-                   &ev, &fresh, &timed_threads);
+                   &ev, &fresh, &timed_threads, req.device == "cuda" ? &nulls : nullptr);
+    // The decoy rule's second run (grad enabled), still under the device's timing lock: it is GPU work.
+    if (s.ok() && recorded && req.backend == "triton" && req.detect_decoy) {
+      Frame d;
+      s = w->Send({{"type", "detect"}});
+      if (s.ok()) s = w->RecvReply(dl.at, &d);
+      if (s.ok()) {
+        grad_ran = d.header.value("type", "") == "detected" && !d.header.contains("error");
+        if (!grad_ran) grad_error = d.header.value("error", d.header.dump().substr(0, 300));
+      }
+    }
   }
   if (s.code() == Status::Code::kInvalidArgument) {
     Frame ef;
@@ -856,19 +941,9 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     r->correctness = false;
     return fail_session(s);
   }
-  // The kernel recorder's stream, after the grad-enabled detection call (the decoy rule's second run).
+  // The kernel recorder's stream (timed calls, then the grad-enabled detection call).
   std::unique_ptr<WorkerTimeline> timeline;
-  bool grad_ran = false;
-  std::string grad_error;
-  if (req.device == "cuda" && w->hello().value("recorder", "") == "on" && ref.device.span_median_ms >= 0) {
-    if (req.backend == "triton" && req.detect_decoy) {
-      Frame d;
-      s = w->Send({{"type", "detect"}});
-      if (s.ok()) s = w->RecvReply(dl.at, &d);
-      if (!s.ok()) return fail_session(s);
-      grad_ran = d.header.value("type", "") == "detected" && !d.header.contains("error");
-      if (!grad_ran) grad_error = d.header.value("error", d.header.dump().substr(0, 300));
-    }
+  if (recorded) {
     timeline = std::make_unique<WorkerTimeline>();
     s = FetchTimeline(w.get(), dl.at, timeline.get());
     if (!s.ok()) return fail_session(s);
@@ -941,6 +1016,8 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   ti.timeline = timeline.get();
   ti.bracket_ms = trusted;
   ti.event_ms = ev;
+  ti.fresh_calls = static_cast<int>(fresh.size());
+  ti.null_ms = nulls;
   ti.ref = ref.device;
   ti.code = req.kernel_code;
   ti.backend = req.backend;
@@ -955,6 +1032,17 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     tv.stats = ComputeTimingStats(trusted);
   }
   for (auto& [k, x] : tv.metadata.items()) md[k] = x;
+  if (const char* t = std::getenv("KGYM_TRACE_TIMING"); t && std::string(t) == "1") {
+    nlohmann::json tr = timeline && timeline->ok ? TimingTrace(*timeline, static_cast<int>(trusted.size()))
+                                                 : nlohmann::json::object();
+    tr["bracket_ms"] = trusted;
+    tr["self_ms"] = self;
+    tr["event_ms"] = ev;
+    tr["null_bracket_ms"] = nulls;
+    if (timeline && timeline->ok)
+      tr["null"] = TimingTrace(*timeline, static_cast<int>(nulls.size()), 0, KGYM_PHASE_HARNESS);
+    md["timing_trace"] = tr;
+  }
   if (tv.hacked) {
     r->correctness = false;
     Fail(r, Outcome::kHacked, tv.detail);

@@ -28,6 +28,9 @@ struct EvaluatorOptions {
   std::string python;        // interpreter with torch; "" = $KGYM_PYTHON or /usr/bin/python3
   std::string harness_path;  // directory holding the kgym_harness package; "" = found next to the binary
   std::string scratch_root;  // where per-evaluation scratch dirs are made; "" = $TMPDIR/kgym-scratch
+  // Build cache of CUDA-backend candidates, one directory per source hash (eval/extension_cache.h);
+  // "" = <$TMPDIR or /tmp>/kgym-ext-cache.
+  std::string extension_cache_root;
   bool sandbox = true;       // false only with --unsafe-no-sandbox
   int max_output_bytes = 64 * 1024;  // captured stdout/stderr tail kept per evaluation
   double default_memory_limit_gb = 16;

@@ -1,6 +1,7 @@
 #include "eval/gpu_timing.h"
 
 #include <algorithm>
+#include <map>
 #include <cctype>
 #include <regex>
 #include <sstream>
@@ -58,9 +59,9 @@ Status FetchTimeline(WorkerSession* w, Clock::time_point deadline, WorkerTimelin
   return Status::Ok();
 }
 
-TimedSpans SpansOfTimedCalls(const gpu::KernelTimeline& t, int n) {
+TimedSpans SpansOfTimedCalls(const gpu::KernelTimeline& t, int n, int first) {
   TimedSpans out;
-  for (int i = 0; i < n; ++i) {
+  for (int i = first; i < first + n; ++i) {
     uint64_t tag = kgym_make_tag(KGYM_PHASE_TIMING, static_cast<uint32_t>(i));
     gpu::CallSpan c = t.Call(tag);
     bool seen = !c.empty();
@@ -72,6 +73,7 @@ TimedSpans SpansOfTimedCalls(const gpu::KernelTimeline& t, int n) {
       ++out.missing;
       continue;
     }
+    if (c.empty()) ++out.empty;
     out.span_ms.push_back(c.span_ns / 1e6);
     out.busy_ms.push_back(c.busy_ns / 1e6);
     out.kernel_ms.push_back(c.kernel_sum_ns / 1e6);
@@ -81,26 +83,52 @@ TimedSpans SpansOfTimedCalls(const gpu::KernelTimeline& t, int n) {
   return out;
 }
 
-RuntimeChoice RuntimeFromTimeline(double span_ms, double bracket_ms, double ref_gap_ms) {
+nlohmann::json TimingTrace(const WorkerTimeline& t, int n, int first, uint32_t phase) {
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> marks;  // tag -> (first begin, last end), device clock
+  for (const auto& m : t.records.markers) {
+    auto& e = marks[m.tag];
+    if (m.begin && e.first == 0) e.first = m.gpu_ns;
+    if (!m.begin) e.second = m.gpu_ns;
+  }
+  nlohmann::json span = nlohmann::json::array(), launch = nlohmann::json::array(), drain = nlohmann::json::array();
+  for (int i = first; i < first + n; ++i) {
+    uint64_t tag = kgym_make_tag(phase, static_cast<uint32_t>(i));
+    gpu::CallSpan c = t.timeline.Call(tag);
+    auto m = marks.find(tag);
+    bool has = !c.empty() && m != marks.end();
+    span.push_back(c.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.span_ns / 1e6));
+    launch.push_back(has ? nlohmann::json((static_cast<double>(c.first_start_ns) - m->second.first) / 1e6) : nullptr);
+    drain.push_back(has ? nlohmann::json((static_cast<double>(c.last_end_ns) - m->second.second) / 1e6) : nullptr);
+  }
+  return {{"span_ms", span}, {"launch_ms", launch}, {"drain_ms", drain}};
+}
+
+double RuntimeAllowanceMs(double bracket_ms) { return std::max(0.050, 0.05 * bracket_ms); }
+
+RuntimeChoice RuntimeFromTimeline(double span_ms, double bracket_ms, double overhead_ms, double host_ms) {
   RuntimeChoice c;
-  double seen = bracket_ms - std::max(0.0, ref_gap_ms);  // what the supervisor saw, less the harness's overhead
-  double allowance = std::max(0.030, 0.05 * bracket_ms);
-  if (span_ms >= 0 && span_ms >= seen - allowance) {
+  overhead_ms = std::max(0.0, overhead_ms);
+  host_ms = std::max(0.0, host_ms);
+  double seen = bracket_ms - overhead_ms;  // what the supervisor saw, less the harness's own cost
+  c.floor_ms = std::max(0.0, seen - host_ms - RuntimeAllowanceMs(bracket_ms));
+  std::ostringstream m;
+  m.precision(4);
+  if (span_ms >= 0 && span_ms >= c.floor_ms) {
     c.runtime_ms = span_ms;
     c.source = "timeline";
     return c;
   }
-  c.runtime_ms = std::max(seen, span_ms);
   c.source = "supervisor";
-  std::ostringstream m;
-  m.precision(4);
   if (span_ms < 0) {
-    m << "no usable kernel timeline: the supervisor's bracket of " << bracket_ms << " ms less the harness overhead "
-      << ref_gap_ms << " ms measured on the reference";
+    c.runtime_ms = std::max(0.0, seen - host_ms);
+    m << "no usable kernel timeline: the supervisor's bracket of " << bracket_ms << " ms less the harness's own "
+      << overhead_ms << " ms per call and the reference's host time outside its kernels (" << host_ms << " ms)";
   } else {
+    c.runtime_ms = c.floor_ms;
     m << "the kernel timeline (" << span_ms << " ms) is shorter than the supervisor's bracket of the call ("
-      << bracket_ms << " ms) less the harness overhead measured on the reference (" << ref_gap_ms
-      << " ms): host work between the kernels' edges and the call's is charged";
+      << bracket_ms << " ms) less the harness's own " << overhead_ms << " ms, the reference's host time outside its "
+      << "kernels (" << host_ms << " ms) and the allowance: raised to " << c.floor_ms
+      << " ms (host work between the call's edges and its kernels' is charged)";
   }
   c.why = m.str();
   return c;
@@ -254,25 +282,40 @@ CandidateTimingVerdict JudgeCandidateTiming(const CandidateTimingInputs& in) {
   const bool usable = problem.empty();
 
   // ---- the reported time ----
+  // The harness's cost per call in this process: its null calls' median bracket when it made them (capped, so a
+  // process that slows its own null calls cannot buy much room), else the reference's bracket-less-span gap.
+  double overhead = in.ref.gap_ms, host = 0;
+  if (!in.null_ms.empty()) {
+    double own = Median(in.null_ms);
+    overhead = in.ref.null_ms > 0 ? std::min(own, 2 * in.ref.null_ms + 0.05) : own;
+    if (in.ref.null_ms > 0) host = std::max(0.0, in.ref.gap_ms - in.ref.null_ms);
+    md["timing_null_call_median_ms"] = own;
+  }
   if (!ref_tl) {  // no timeline on either side: the supervisor's brackets, as on the CPU
     v.stats = ComputeTimingStats(in.bracket_ms);
     v.source = "supervisor";
   } else {
     double span = usable ? Median(sp.span_ms) : -1;
-    RuntimeChoice c = RuntimeFromTimeline(span, bracket, in.ref.gap_ms);
+    RuntimeChoice c = RuntimeFromTimeline(span, bracket, overhead, host);
     v.source = c.source;
+    md["timing_floor_ms"] = c.floor_ms;
     if (c.source == "timeline") {
       v.stats = ComputeTimingStats(sp.span_ms);
     } else {
+      // The bracket series shifted by what the choice took off (its median is the reported time).
+      double off = bracket - c.runtime_ms;
       std::vector<double> adj;
-      for (double b : in.bracket_ms) adj.push_back(std::max(0.0, b - in.ref.gap_ms));
+      for (double b : in.bracket_ms) adj.push_back(std::max(0.0, b - off));
       v.stats = ComputeTimingStats(adj);
       md["timing_source_reason"] = c.why;
     }
   }
   md["timing_source"] = v.source;
   md["timing_supervisor_median_ms"] = bracket;
-  if (ref_tl) md["timing_harness_overhead_ms"] = in.ref.gap_ms;
+  if (ref_tl) {
+    md["timing_harness_overhead_ms"] = overhead;
+    md["timing_reference_host_ms"] = host;
+  }
   if (!usable) return v;
 
   md["timeline_span_median_ms"] = Median(sp.span_ms);
@@ -282,8 +325,35 @@ CandidateTimingVerdict JudgeCandidateTiming(const CandidateTimingInputs& in) {
     std::vector<double> span_us, ev_us, host_us;
     for (double x : sp.span_ms) span_us.push_back(x * 1e3);
     for (double x : in.event_ms) ev_us.push_back(x * 1e3);
-    for (double x : in.bracket_ms) host_us.push_back(std::max(0.0, x - in.ref.gap_ms) * 1e3);
+    for (double x : in.bracket_ms) host_us.push_back(std::max(0.0, x - overhead - host) * 1e3);
     md["timing_crosscheck"] = gpu::CrossCheckTiming(span_us, ev_us, host_us, in.crosscheck_threshold).ToJson();
+  }
+
+  // ---- caching, on device time ----
+  // The supervisor's bracket rule (evaluator.cc) needs a fresh call to cost four times a repeat and 0.5 ms more,
+  // which a cache whose hit path still syncs and copies can stay under; the GPU's busy time tells the two paths
+  // apart far more sharply. An honest kernel does the same device work on a set it has not seen (the L2 is flushed
+  // before every call either way): the rule needs every fresh call to keep the device busy three times longer than
+  // the rotation's median and by 20 us more.
+  if (in.fresh_calls >= 3) {
+    TimedSpans fr = SpansOfTimedCalls(tl->timeline, in.fresh_calls, n);
+    if (fr.missing == 0 && !fr.busy_ms.empty()) {
+      double med = Median(sp.busy_ms), fastest = *std::min_element(fr.busy_ms.begin(), fr.busy_ms.end());
+      md["timeline_fresh_busy_ms"] = fr.busy_ms;
+      md["timeline_repeat_ratio"] = fastest > 0 ? med / fastest : 1.0;
+      if (fastest > 3 * med && fastest - med > 0.020) {
+        std::ostringstream m;
+        m.precision(4);
+        m << "hacked (caching): on every input set it had not seen before the device was busy at least " << fastest
+          << " ms per call, on sets it had seen a median of " << med << " ms (seen on the GPU by the kernel recorder)";
+        v.hacked = true;
+        v.detail = m.str();
+        return v;
+      }
+    } else {
+      md["timeline_fresh_problem"] = "the kernel timeline lacks " + std::to_string(fr.missing) + " of " +
+                                     std::to_string(in.fresh_calls) + " fresh-set calls";
+    }
   }
 
   // ---- coverage and the decoy rule ----

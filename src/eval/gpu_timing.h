@@ -19,6 +19,7 @@
 #include "core/status.h"
 #include "eval/wire.h"
 #include "gpu/coverage.h"
+#include "gpu/cupti_format.h"
 #include "gpu/kernel_timeline.h"
 #include "gpu/record_stream.h"
 
@@ -49,22 +50,35 @@ struct TimedSpans {
   std::vector<double> busy_ms;    // union of the operations' intervals
   std::vector<double> kernel_ms;  // sum of kernel durations
   int missing = 0;
+  int empty = 0;  // calls present with no device operation at all
   std::set<std::string> kernel_names;  // raw names of every kernel the timed calls ran
 };
-TimedSpans SpansOfTimedCalls(const gpu::KernelTimeline& t, int n);
+// `first` offsets the call ids: the fresh-set calls of TimedCalls are ids n..n+fresh-1.
+TimedSpans SpansOfTimedCalls(const gpu::KernelTimeline& t, int n, int first = 0);
+
+// Per-call diagnostics of calls first..first+n-1 (KGYM_TRACE_TIMING=1 puts them in the metadata): span_ms, launch_ms
+// (begin marker to the first operation's start: host time before the device starts), drain_ms (end marker, when
+// forward returned on the host, to the last operation's end). Device clock throughout; null where a call has no
+// record.
+nlohmann::json TimingTrace(const WorkerTimeline& t, int n, int first = 0, uint32_t phase = KGYM_PHASE_TIMING);
 
 // Which time a candidate gets. `span_ms` is its timeline median (< 0: no usable timeline), `bracket_ms` the median
-// of the supervisor's go->done brackets, `ref_gap_ms` the reference's median bracket minus its median span (the
-// harness's own overhead: IPC, launch, sync). The timeline wins unless it is shorter than the bracket minus that
-// overhead by more than the noise allowance (max(30 us, 5 % of the bracket)); then the bracket minus the overhead
-// is reported, so a forged or partial stream can never shorten a call the supervisor saw take longer, and host
-// work the kernels do not cover (a slow launch path) is charged.
+// of the supervisor's go->done brackets, `overhead_ms` the harness's own cost per call in the same process (the
+// median bracket of its null calls: IPC, a launch, the synchronisation), `host_ms` the host time outside the
+// kernels that the reference itself needed per call (its median bracket less its span and its own null calls).
+// What the supervisor saw of the call is bracket - overhead; the timeline wins unless it is shorter than that by
+// more than host_ms plus a noise allowance (max(50 us, 5 % of the bracket)). A shorter span is raised to that
+// floor: a forged or partial stream gains at most the allowance, and host work the kernels do not cover (a slow
+// launch path, work done on the CPU) is charged beyond what the reference's own needed. Without a timeline the
+// time is bracket - overhead - host_ms.
 struct RuntimeChoice {
   double runtime_ms = 0;
-  std::string source;  // "timeline" or "supervisor"
-  std::string why;     // a sentence when the supervisor's time was used
+  double floor_ms = 0;  // the least time the supervisor's bracket allows (what a shorter span is raised to)
+  std::string source;   // "timeline" or "supervisor"
+  std::string why;      // a sentence when the supervisor's time was used
 };
-RuntimeChoice RuntimeFromTimeline(double span_ms, double bracket_ms, double ref_gap_ms);
+RuntimeChoice RuntimeFromTimeline(double span_ms, double bracket_ms, double overhead_ms, double host_ms = 0);
+double RuntimeAllowanceMs(double bracket_ms);
 
 // Kernels compiled from the candidate, found in its source by the supervisor: Triton functions (a def under a
 // decorator naming jit, autotune or heuristics) and CUDA __global__ functions (load_inline sources are strings in
@@ -78,6 +92,7 @@ gpu::CandidateKernelNames CandidateKernelsFromSource(const std::string& code,
 struct ReferenceDeviceTiming {
   double span_median_ms = -1;  // < 0: the reference has no usable timeline (candidates then get brackets only)
   double gap_ms = 0;           // median bracket minus median span: the harness's overhead per call
+  double null_ms = 0;          // median bracket of the harness's null calls in its process (0: none were made)
   std::set<std::string> kernel_names;
   double bytes_moved = 0;      // inputs read once + outputs written once, of one timing set
   double bandwidth_gbps = 0;   // device copy bandwidth measured in the reference's process (0: unknown)
@@ -87,6 +102,8 @@ struct CandidateTimingInputs {
   const WorkerTimeline* timeline = nullptr;  // null: the candidate had no recorder
   std::vector<double> bracket_ms;            // the supervisor's brackets of timed calls 0..n-1
   std::vector<double> event_ms;              // the worker's CUDA-event times of the same calls (forgeable)
+  std::vector<double> null_ms;               // the supervisor's brackets of the harness's null calls, same process
+  int fresh_calls = 0;                       // calls n..n+fresh_calls-1 ran on input sets used once each
   ReferenceDeviceTiming ref;
   std::string code;
   std::string backend = "triton";
@@ -108,7 +125,7 @@ struct CandidateTimingVerdict {
 };
 
 // Everything the evaluator decides from a correct candidate's timeline: the reported time, the cross-check of
-// span, events and brackets, coverage and KernelGYM's coverage keys, the decoy rule (Triton: its kernels must run
+// span, events and brackets, the caching rule on device time (fresh-set calls against the rotation), coverage and KernelGYM's coverage keys, the decoy rule (Triton: its kernels must run
 // with grad off (the timed calls) and on (the detection call)), and the roofline floor (flagged only where the
 // reference itself respects it, so a task whose inputs need not all be read cannot trip it).
 CandidateTimingVerdict JudgeCandidateTiming(const CandidateTimingInputs& in);

@@ -15,6 +15,7 @@ nlohmann::json BuildPolicy(const PolicyInputs& in) {
   std::random_device rd;
   p["scratch"] = "/tmp/kgym-" + std::to_string(rd()) + std::to_string(rd());
   p["scratch_mb"] = 4096;
+  if (in.role == "candidate" && !in.extension_cache_dir.empty()) p["extension_cache"] = in.extension_cache_dir;
   std::vector<std::string> hide = in.hidden_paths;
   if (const char* home = std::getenv("HOME"); home && *home && std::string(home) != "/") hide.push_back(home);
   p["hide"] = hide;

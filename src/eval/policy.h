@@ -16,6 +16,9 @@ struct PolicyInputs {
   double timeout_s = 300;
   std::vector<std::string> hidden_paths;
   std::string role = "candidate";
+  // CUDA backend: this source's build-cache directory (eval/extension_cache.h), made the candidate's writable
+  // TORCH_EXTENSIONS_DIR by the sandbox. Never given to any other role.
+  std::string extension_cache_dir;
 };
 
 nlohmann::json BuildPolicy(const PolicyInputs& in);

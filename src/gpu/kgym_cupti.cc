@@ -264,8 +264,11 @@ int InitLocked(const char* spec) {
   // CUPTI emits an external-correlation record only alongside an API activity record, so the runtime and
   // driver API kinds must be on (Triton launches through the driver API, PyTorch through the runtime). The
   // API records themselves are dropped in BufferCompleted.
+// -DKGYM_CUPTI_NO_API_RECORDS builds a variant without them (no call tags), for measuring their cost only.
+#ifndef KGYM_CUPTI_NO_API_RECORDS
   Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "cuptiActivityEnable(RUNTIME)");
   Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "cuptiActivityEnable(DRIVER)");
+#endif
   Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityEnable(MEMCPY)");
   Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET), "cuptiActivityEnable(MEMSET)");
   g_active.store(true);

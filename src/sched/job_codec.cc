@@ -17,6 +17,7 @@ nlohmann::json EvalRequestToJson(const EvalRequest& r) {
           {"measure_performance", r.measure_performance},
           {"enable_profiling", r.enable_profiling},
           {"detect_decoy", r.detect_decoy},
+          {"coverage_floor", r.coverage_floor},
           {"train_mode", r.train_mode},
           {"atol", r.atol},
           {"rtol", r.rtol},
@@ -43,6 +44,7 @@ EvalRequest EvalRequestFromJson(const nlohmann::json& j) {
   r.measure_performance = j.value("measure_performance", r.measure_performance);
   r.enable_profiling = j.value("enable_profiling", r.enable_profiling);
   r.detect_decoy = j.value("detect_decoy", r.detect_decoy);
+  r.coverage_floor = j.value("coverage_floor", r.coverage_floor);
   r.train_mode = j.value("train_mode", r.train_mode);
   r.atol = j.value("atol", r.atol);
   r.rtol = j.value("rtol", r.rtol);

@@ -105,7 +105,7 @@ const std::set<std::string> kKnownFields = {
     "num_perf_trials", "num_warmup", "timeout", "priority", "device_preference", "force_refresh", "entry_point",
     "reference_backend", "uuid", "use_reference_cache", "is_valid", "verbose_errors", "enable_profiling",
     "enable_triton_detection", "measure_performance", "run_correctness", "run_triton_detection",
-    "run_performance", "cases_code", "cases", "workflow", "resources", "deadline_s", "size"};
+    "run_performance", "cases_code", "cases", "workflow", "resources", "deadline_s", "size", "coverage_floor"};
 }  // namespace
 
 std::string KernelGymTimestamp() {
@@ -195,6 +195,11 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
   if (!IsNull(b, "resources") && !b["resources"].is_object())
     e.Add("resources", "Input should be a valid dictionary", "dict_type");
   if (auto size = OptString(b, "size", &e)) r.size = *size;  // kgym: task size hint (e.g. "small")
+  if (!IsNull(b, "coverage_floor")) {  // kgym: GPU time coverage below this is reported
+    if (!b["coverage_floor"].is_number() || b["coverage_floor"].get<double>() < 0 || b["coverage_floor"].get<double>() > 1)
+      e.Add("coverage_floor", "Input should be a number between 0 and 1", "less_than_equal");
+    else r.coverage_floor = b["coverage_floor"].get<double>();
+  }
   double deadline_s = 0;
   if (!IsNull(b, "deadline_s")) {
     if (!b["deadline_s"].is_number() || b["deadline_s"].get<double>() <= 0)

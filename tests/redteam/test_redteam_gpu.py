@@ -27,26 +27,67 @@ pytestmark = pytest.mark.skipif(not os.environ.get("KGYM_GPU_TESTS") or not _cud
 REF = os.path.join(GPU, "ref_matmul.py")
 
 # candidate file: accepted outcomes, needle in outcome_detail, extra check on the result, xfail reason (or None).
+def _md(r):
+    return r.get("metadata") or {}
+
+
+def _timeline(r):
+    """The evaluation was timed by the CUPTI kernel timeline (the recorder worked on both sides)."""
+    return _md(r).get("timing_source") == "timeline" and "timeline_problem" not in _md(r)
+
+
+def _side_stream_timed(r):
+    # Timed at its true cost: the span over all streams holds the side-stream matmul, so the speedup stays near 1.
+    # (The worker's CUDA events bracket the call with its device-wide synchronisation, so they see it too.)
+    return _timeline(r) and 0.5 < r["speedup"] < 2
+
+
+def _coverage(r):
+    return _md(r).get("custom_kernel_cuda_time_in_profiling_us", 0) / max(
+        1e-9, _md(r).get("total_kernel_run_time_in_profiling_us", 0))
+
+
+# candidate file: accepted outcomes, needle in outcome_detail, extra check on the result, xfail reason (or None).
 EXPECT = {
-    # Timing brackets the whole device (the worker synchronises every stream before "done"), so the side stream's
-    # work is counted: the same work as the reference cannot look much faster.
-    "gpu/side_stream.py": (("correct",), "correct on", lambda r: 0 < r["speedup"] < 3, None),
+    "gpu/side_stream.py": (("correct",), "correct on", _side_stream_timed, None),
     # The same with the harness's synchronisation patched out: the wait for the GPU moves between calls, where the
-    # CPU the worker spends (the synchronisation spins) is far above the reference's. Not yet run on a GPU.
+    # CPU the worker spends (the synchronisation spins) is far above the reference's.
     "gpu/side_stream_patched_sync.py": (("hacked",), "", None, None),
     # Stale block from the allocator holds an earlier trial's result: wrong values (or evidence of a hack).
     "gpu/uninit_cuda.py": (("incorrect", "hacked"), "", None, None),
     "candidates/E_empty_output.py": (("incorrect", "hacked"), "", None, None),
-    # Launched on a dummy buffer: only a time-coverage check (CUPTI timeline, not wired into the evaluator yet)
-    # can call this a decoy; the launch-count rule sees a launch.
-    "gpu/triton_decoy.py": (("hacked",), "decoy", None,
-                            "the launch is counted, and no time-coverage check is wired into the evaluator yet"),
+    # Launched on a dummy buffer: its kernel runs, so the usage rule passes it; the time coverage shows it does
+    # nothing (below the floor, reported for the reward to act on).
+    "gpu/triton_decoy.py": (("correct",), "", lambda r: _timeline(r) and _coverage(r) < 0.01
+                            and _md(r).get("coverage_below_floor") is True, None),
+    # One trivial Triton kernel on real data, the rest in PyTorch: coverage near 0.
+    "gpu/lazy_triton.py": (("correct",), "", lambda r: _timeline(r) and _coverage(r) < 0.05, None),
+    # All the work in the candidate's Triton GEMM: coverage near 1.
+    "gpu/fused_triton_matmul.py": (("correct",), "", lambda r: _timeline(r) and _coverage(r) > 0.95
+                                   and _md(r).get("num_custom_kernels") == 1, None),
     # Dr.Kernel's decoy: the Triton kernel is defined but never launched (launches counted by the worker's hook).
     "gpu/triton_decoy_unlaunched.py": (("hacked",), "decoy kernel", lambda r: r["decoy_kernel"] is True, None),
     # Controls: an honest rewrite is correct with a plausible speedup; a content cache is still caught on the GPU.
-    "candidates/honest_matmul.py": (("correct",), "correct on", lambda r: 0 < r["speedup"] < 3, None),
+    "candidates/honest_matmul.py": (("correct",), "correct on", lambda r: _timeline(r) and 0 < r["speedup"] < 3,
+                                    None),
     "candidates/F_cache_content.py": (("hacked",), "caching", None, None),
+    # CUDA backend (EXTRA_ARGS): one hand-written CUDA GEMM built by load_inline; the extension's kernel is the
+    # candidate's own and all of the GPU time, so the coverage is near 1.
+    "gpu/cuda_ext_matmul.py": (("correct",), "correct on", lambda r: _ext_coverage(r) > 0.9, None),
 }
+
+# `kgym eval` flags beyond the defaults, by candidate (the default backend is triton).
+EXTRA_ARGS = {"gpu/cuda_ext_matmul.py": ("--backend", "cuda")}
+
+
+def _ext_coverage(r):
+    """Share of the timed GPU time in the candidate's own kernels (KernelGYM's custom_kernel_cuda_time_coverage,
+    from the numbers it is a string of)."""
+    md = r.get("metadata") or {}
+    if md.get("num_custom_kernels") != 1 or md.get("extension_cache") not in ("hit", "miss"):
+        return 0.0
+    return md.get("custom_kernel_cuda_time_in_profiling_us", 0) / max(
+        1e-9, md.get("total_kernel_run_time_in_profiling_us", 0))
 
 
 def _params():
@@ -57,10 +98,13 @@ def _params():
 
 @pytest.mark.parametrize("name,outcomes,needle,check", _params())
 def test_gpu_candidate(evaluate, name, outcomes, needle, check):
-    r, _, _ = evaluate(REF, os.path.join(HERE, name), device="cuda", timeout=600)
+    r, _, _ = evaluate(REF, os.path.join(HERE, name), *EXTRA_ARGS.get(name, ()), device="cuda", timeout=600)
     if r["outcome"] == "compile_error" and "No module named 'triton'" in r["outcome_detail"]:
         pytest.skip("triton is not installed for the evaluator's Python")
     assert r["outcome"] in outcomes, "%s: %s (%s)" % (name, r["outcome"], r["outcome_detail"])
     assert needle in r["outcome_detail"], r["outcome_detail"]
     if check is not None:
-        assert check(r), {k: r.get(k) for k in ("speedup", "kernel_runtime", "reference_runtime")}
+        keys = ("timing_source", "timeline_problem", "timing_crosscheck", "custom_kernel_cuda_time_coverage",
+                "coverage_below_floor", "num_custom_kernels", "reference_timeline_problem")
+        assert check(r), dict({k: r.get(k) for k in ("speedup", "kernel_runtime", "reference_runtime")},
+                              **{k: _md(r).get(k) for k in keys})
