@@ -63,14 +63,6 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finaliser: seeds from the secret, the 
   return x ^ (x >> 31);
 }
 
-std::string HexKey(const std::string& s) {
-  XXH128_hash_t h = XXH3_128bits(s.data(), s.size());
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
-                static_cast<unsigned long long>(h.low64));
-  return buf;
-}
-
 const char* SignalName(int sig) {
   const char* s = ::sigabbrev_np(sig);
   return s ? s : "?";
@@ -434,7 +426,7 @@ std::string ReferenceKey(const EvalRequest& req) {
   k << req.reference_code << '\0' << req.entry_point << '\0' << req.device << ':' << req.device_index << '\0'
     << req.size << '\0' << req.num_correct_trials << '\0' << req.num_perf_trials << '\0' << req.num_warmup << '\0'
     << req.reference_backend << '\0' << req.train_mode << '\0' << req.measure_performance;
-  return HexKey(k.str());
+  return ContentKey(k.str());
 }
 
 namespace {
@@ -565,6 +557,11 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
   }
   pool = static_cast<int>(ref->pool.size());
   if (req.measure_performance && pool == 0) return fail("invalid", "the reference produced no timing inputs", w.get());
+  // A reference backend that could not be applied fails the evaluation (not cached): timing eager PyTorch under
+  // the name of torch.compile would hand out speedups against the wrong baseline.
+  if (w->notes().contains("reference_backend_error"))
+    return fail("system", "the reference backend '" + req.reference_backend + "' could not be applied: " +
+                              w->notes()["reference_backend_error"].dump(), w.get());
   if (req.measure_performance) {
     std::lock_guard<std::mutex> timing(TimingLock(req));
     std::vector<double> trusted, self, ev, fresh, nulls;

@@ -27,14 +27,6 @@ std::mutex& EvictMutex() {
   return m;
 }
 
-std::string SourceKey(const std::string& source) {
-  XXH128_hash_t h = XXH3_128bits(source.data(), source.size());
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
-                static_cast<unsigned long long>(h.low64));
-  return buf;
-}
-
 bool IsKeyName(const std::string& n) {
   return n.size() == 32 && std::all_of(n.begin(), n.end(),
                                        [](char c) { return std::isxdigit(c) && !std::isupper(c); });
@@ -79,7 +71,7 @@ Status ExtensionCache::Prepare(const std::string& source, Entry* out) {
     return Status::IOError("the extension cache " + root_ +
                            " is not a directory owned by this user");
   if ((st.st_mode & 077) != 0) ::chmod(root_.c_str(), 0700);
-  out->key = SourceKey(source);
+  out->key = ContentKey(source);
   out->dir = root_ + "/" + out->key;
   std::lock_guard<std::mutex> l(EvictMutex());
   bool has_so = false;
@@ -124,6 +116,14 @@ void ExtensionCache::Evict(const std::string& keep_name) {
   std::sort(dirs.begin(), dirs.end(), [](const Dir& a, const Dir& b) { return a.used > b.used; });
   for (size_t i = keep_ - 1; i < dirs.size(); ++i)
     fs::remove_all(dirs[i].path, ec);  // remove_all never follows links
+}
+
+std::string ContentKey(std::string_view s) {
+  XXH128_hash_t h = XXH3_128bits(s.data(), s.size());
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return buf;
 }
 
 std::string CompilerErrorLines(const std::string& log, int max_errors) {

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 
@@ -50,6 +51,9 @@ class ExtensionCache {
   int keep_;
   uint64_t max_dir_bytes_;
 };
+
+// 32 hex digits of the XXH3-128 hash of `s`: this cache's directory names, and the evaluator's reference keys.
+std::string ContentKey(std::string_view s);
 
 // The first `max_errors` compiler error lines of a build log (nvcc "x.cu(12): error: ...",
 // gcc/clang "x.cpp:5:3: error: ...", "fatal error:", ptxas/linker "error   :"), each followed by

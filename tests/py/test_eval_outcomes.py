@@ -1,5 +1,6 @@
 """Every outcome of issue "Evaluation core", provoked for real on the CPU through `kgym eval`; after each failure
 the next evaluation of an honest candidate is correct (the failure left nothing behind)."""
+import json
 import os
 import subprocess
 
@@ -122,3 +123,22 @@ def test_usage_error_exit_code(kgym):
     p = subprocess.run([kgym, "eval", "--ref", "/nonexistent.py", "--kernel", cand("good")], capture_output=True,
                        text=True)
     assert p.returncode != 0 and "cannot read" in p.stderr
+
+
+def test_torch_compile_reference_is_applied_or_refused(kgym):
+    """--reference-backend torch_compile times the compiled reference; where torch.compile cannot be applied (Debian's
+    torch 1.13 has none) kgym eval refuses as an infrastructure error (exit 1, the reason on stderr) instead of
+    timing eager PyTorch under that name."""
+    import torch
+    cmd = [kgym, "eval", "--ref", REF, "--kernel", cand("good"), "--device", "cpu", "--perf-trials", "5",
+           "--warmup", "1", "--reference-backend", "torch_compile"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if hasattr(torch, "compile"):
+        assert p.returncode == 0, p.stderr[-2000:]
+        r = json.loads(p.stdout)
+        assert r["outcome"] == "correct", r["outcome_detail"]
+        assert "reference_backend_error" not in r["metadata"]
+    else:
+        assert p.returncode == 1, p.stdout[-2000:]
+        assert "reference backend 'torch_compile' could not be applied" in p.stderr, p.stderr[-2000:]
+    check_next_is_correct(kgym)
