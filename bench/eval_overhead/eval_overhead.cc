@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
   req.num_perf_trials = 10;
   req.num_warmup = 1;
   std::vector<double> kgym_s, work_ms;
+  std::map<std::string, std::vector<double>> parts;  // metadata.phase_s and the timeline's pieces, per evaluation
   std::string outcome;
   for (int i = 0; i < n + 1; ++i) {
     auto a = Clock::now();
@@ -83,6 +85,10 @@ int main(int argc, char** argv) {
     double w = 0;
     if (r.kernel_timing) w = r.kernel_timing->mean * (r.kernel_timing->n + 1 + 6);
     work_ms.push_back(w);
+    if (r.metadata.contains("phase_s"))
+      for (auto& [k, v] : r.metadata["phase_s"].items()) parts[k].push_back(v.get<double>());
+    for (const char* k : {"timeline_fetch_s", "detect_grad_s"})
+      if (r.metadata.contains(k)) parts[k].push_back(r.metadata[k].get<double>());
   }
   std::vector<double> base_s;
   std::string py = kgym::DefaultPython();
@@ -100,6 +106,11 @@ int main(int argc, char** argv) {
   std::printf("| kgym overhead beyond kernel work | %.3f | |\n", km - wm);
   std::printf("| fresh Python process per evaluation | %.3f | %zu |\n", bm, base_s.size());
   std::printf("| zygote start (once) | %.3f | 1 |\n", zygote_s);
+  nlohmann::json part_medians = nlohmann::json::object();
+  for (auto& [k, v] : parts) {
+    part_medians[k] = Median(v);
+    std::printf("| of which %s | %.4f | %zu |\n", k.c_str(), Median(v), v.size());
+  }
   if (!out.empty()) {
     utsname u{};
     uname(&u);
@@ -118,7 +129,8 @@ int main(int argc, char** argv) {
                           {"gpu", Run("nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1")}}},
                         {"device", device},
                         {"kgym_eval_s", kgym_s},
-                        {"kgym_kernel_work_s_estimate", work_ms},
+                        {"kgym_kernel_work_ms_estimate", work_ms},
+                        {"kgym_part_median_s", part_medians},
                         {"fresh_process_eval_s", base_s},
                         {"zygote_start_s", zygote_s},
                         {"kgym_median_s", km},

@@ -919,12 +919,14 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     // The decoy rule's second run (grad enabled), still under the device's timing lock: it is GPU work.
     if (s.ok() && recorded && req.backend == "triton" && req.detect_decoy) {
       Frame d;
+      Clock::time_point d0 = Clock::now();
       s = w->Send({{"type", "detect"}});
       if (s.ok()) s = w->RecvReply(dl.at, &d);
       if (s.ok()) {
         grad_ran = d.header.value("type", "") == "detected" && !d.header.contains("error");
         if (!grad_ran) grad_error = d.header.value("error", d.header.dump().substr(0, 300));
       }
+      md["detect_grad_s"] = Seconds(Clock::now() - d0);
     }
   }
   if (s.code() == Status::Code::kInvalidArgument) {
@@ -942,8 +944,11 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   std::unique_ptr<WorkerTimeline> timeline;
   if (recorded) {
     timeline = std::make_unique<WorkerTimeline>();
+    Clock::time_point f0 = Clock::now();
     s = FetchTimeline(w.get(), dl.at, timeline.get());
     if (!s.ok()) return fail_session(s);
+    md["timeline_fetch_s"] = Seconds(Clock::now() - f0);
+    md["timeline_bytes"] = timeline->bytes;
   }
   if (!w->evidence().empty()) {
     const auto& e = w->evidence()[0];
@@ -1070,6 +1075,17 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
   md["num_correct_trials"] = req.num_correct_trials;
   md["num_perf_trials"] = req.num_perf_trials;
   md["hardware"] = req.device == "cuda" ? "cuda" : "cpu";
+  // Wall time per phase (metadata.phase_s), so where an evaluation's time goes is seen on every run.
+  std::string phase = "setup";
+  Clock::time_point phase_t0 = t0;
+  const ProgressFn user_progress = progress;
+  ProgressFn phased = [&](const std::string& next) {
+    Clock::time_point now = Clock::now();
+    md["phase_s"][phase] = Seconds(now - phase_t0);
+    phase = next;
+    phase_t0 = now;
+    if (user_progress) user_progress(next);
+  };
 
   // Cancel: checked between phases, and every worker session polls it while waiting (then kills its worker).
   if (req.reference_code.find("class " + req.entry_point) == std::string::npos) {
@@ -1078,7 +1094,7 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
     r.error_message = r.outcome_detail;
     return r;
   }
-  if (progress) progress("reference");
+  phased("reference");
   auto ref = Reference(req, dl);
   md["reference_cache_key"] = ref->key;
   {  // what this evaluation holds in this process, for memory admission (eval/admitted_evaluator.h)
@@ -1101,8 +1117,8 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
     r.error_message = "cancelled";
     return r;
   }
-  if (progress) progress("load");
-  RunCandidate(req, *ref, dl, progress, cancel, &r);
+  phased("load");
+  RunCandidate(req, *ref, dl, phased, cancel, &r);
   if (r.outcome != Outcome::kCorrect) {
     r.correctness = r.outcome == Outcome::kCorrect;
     r.speedup = 0;
@@ -1111,8 +1127,9 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
     r.error_message = r.outcome_detail;
     if (r.reference_runtime < 0 && ref->timing) r.reference_runtime = -1.0;
   }
+  phased("done");
+  md["phase_s"].erase("done");
   md["evaluation_s"] = Seconds(Clock::now() - t0);
-  if (progress) progress("done");
   return r;
 }
 

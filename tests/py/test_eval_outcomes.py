@@ -37,6 +37,10 @@ def test_correct_rewrite(kgym):
     # The supervisor's CPU accounting of the worker (schedstat): present for both processes.
     assert r["metadata"]["timing_cpu_inside_call_ms"] >= 0
     assert r["metadata"]["reference_cpu_between_calls_ms"] >= 0
+    # Where the evaluation's wall time went, phase by phase; the phases partition it.
+    phases = r["metadata"]["phase_s"]
+    assert {"reference", "load", "correctness", "timing"} <= set(phases)
+    assert sum(phases.values()) <= r["metadata"]["evaluation_s"]
 
 
 @pytest.mark.parametrize("name,outcome,needle", [
