@@ -28,6 +28,7 @@ class AdmittedEvaluator : public Evaluator {
                       const std::atomic<bool>* cancel = nullptr) override;
   std::vector<std::string> Devices() const override { return inner_->Devices(); }
   nlohmann::json Doctor() override { return inner_->Doctor(); }
+  void CancelAll() override { inner_->CancelAll(); }
   std::vector<std::pair<std::string, uint64_t>> CachedReferences() override { return inner_->CachedReferences(); }
   bool Admission(AdmissionStats* out) override;
 

@@ -174,6 +174,7 @@ class EvaluatorImpl : public Evaluator {
   }
 
   EvalResult Evaluate(const EvalRequest& req, const ProgressFn& progress, const std::atomic<bool>* cancel) override;
+  void CancelAll() override { cancel_all_ = true; }
 
   std::vector<std::pair<std::string, uint64_t>> CachedReferences() override {
     std::vector<std::pair<std::string, uint64_t>> out;
@@ -206,6 +207,7 @@ class EvaluatorImpl : public Evaluator {
   }
 
   EvaluatorOptions opt_;
+  std::atomic<bool> cancel_all_{false};  // CancelAll(): reference workers watch it (candidates watch their own)
   ExtensionCache ext_cache_;
   std::unique_ptr<Zygote> zygote_;
   uint64_t secret_;
@@ -498,6 +500,7 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
   Status s = WorkerSession::Start(zygote_.get(), {{"role", "reference"}, {"policy", Policy(req, "reference")}}, dl.at,
                                   &w);
   if (!s.ok()) return fail("system", "could not start the reference worker: " + s.ToString(), w.get());
+  w->SetCancel(&cancel_all_);
   nlohmann::json job = {{"type", "job"},
                         {"code", req.reference_code},
                         {"class_name", req.entry_point},
@@ -658,7 +661,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   }
   std::unique_ptr<WorkerSession> w;
   Status s = StartCandidate(req, dl, &w, ext.dir);
-  if (w) w->SetCancel(cancel_);
+  if (w) w->SetCancel(cancel_ ? cancel_ : &cancel_all_);
   uint64_t worker_peak = 0;  // the worker's peak private memory, for memory admission (read before it exits)
   auto sample_peak = [&] { worker_peak = std::max(worker_peak, w ? ProcessPeakPrivateBytes(w->harness_pid()) : 0); };
   auto finish_output = [&] {
@@ -1075,6 +1078,11 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
   md["num_correct_trials"] = req.num_correct_trials;
   md["num_perf_trials"] = req.num_perf_trials;
   md["hardware"] = req.device == "cuda" ? "cuda" : "cpu";
+  if (cancel_all_) {
+    Fail(&r, Outcome::kInvalid, "cancelled (the evaluator is shutting down)");
+    r.error_message = "cancelled";
+    return r;
+  }
   // Wall time per phase (metadata.phase_s), so where an evaluation's time goes is seen on every run.
   std::string phase = "setup";
   Clock::time_point phase_t0 = t0;

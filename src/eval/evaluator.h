@@ -65,6 +65,11 @@ class Evaluator {
   virtual EvalResult Evaluate(const EvalRequest& req, const ProgressFn& progress = {},
                               const std::atomic<bool>* cancel = nullptr) = 0;
 
+  // For the end of a process (a server's shutdown): every running evaluation's workers are killed now, reference
+  // runs included (they are shared by every request for that reference, so a single request's cancel leaves them
+  // running), and later evaluations fail at once. The default does nothing.
+  virtual void CancelAll() {}
+
   // Names of the devices this evaluator can use ("cpu", "cuda:0", ...), for health and worker status.
   virtual std::vector<std::string> Devices() const = 0;
 

@@ -321,6 +321,7 @@ void Scheduler::Stop() {
     stopping_ = true;
     for (auto& [id, e] : running_) e->cancel = true;
   }
+  evaluator_->CancelAll();  // reference runs too: they watch no single job's cancel
   cv_.notify_all();
   for (auto& t : threads_)
     if (t.joinable()) t.join();

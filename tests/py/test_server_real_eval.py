@@ -50,3 +50,25 @@ def test_compat_mode_reports_compile_failures_as_failed(tmp_path):
         assert s.poll_status("compat-broken") == "failed"
     finally:
         s.kill()
+
+
+def test_sigterm_cuts_a_hanging_reference_short(tmp_path):
+    """A reference run is shared by every request for that reference, so one request's cancel leaves it running;
+    shutdown kills it anyway (Evaluator::CancelAll): SIGTERM with --drain-timeout 1 ends the server long before the
+    request's 1000 s timeout would."""
+    import signal
+    import time
+    hang = REF.replace("return torch.relu(x)", "while True:\n            pass")
+    s = Server(tmp_path, "--gpus", "none", "--cpu-slots", "1", "--drain-timeout", "1")
+    try:
+        body = small("hang-ref", KERNEL_OK) | {"reference_code": hang, "timeout": 1000}
+        assert s.post("/v1/evaluations", body).status == 202
+        for _ in range(200):  # until the reference worker runs
+            if s.get("/status/hang-ref").json().get("status") == "processing":
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.proc.wait(60) == 0  # raises TimeoutExpired if shutdown waits for the reference
+    finally:
+        s.kill()
