@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One GPU run on the lent H200 (device tool), stage by stage: doctor, eval overhead, the full-size suite through
-# `kgym suite`, and the GPU red-team cases. Expects build/gpu/ from bench/gpu/pack.sh (stripped binaries, their
+# `kgym suite`, the GPU red-team cases, and the others named in the case below (sanity, diag, compile, wrong5, ncu,
+# overhead_ab, throughput). Expects build/gpu/ from bench/gpu/pack.sh (stripped binaries, their
 # shared libraries, and pytest wheels in build/gpu/wheels). Raw results go to $OUT; STAGES picks stages.
 set -uo pipefail
 OUT="${OUT:-/tmp/kgym-gpu-out}"
@@ -37,6 +38,18 @@ for st in $STAGES; do
               --out "$OUT/suite_wrong5.json" > "$OUT/suite_wrong5.md" 2> "$OUT/suite_wrong5.stderr" ;;
     ncu) timeout "${NCU_TIMEOUT:-540}" python3 bench/gpu/ncu_compare.py --bin "$KGYM_BIN" --out "$OUT/ncu" ${NCU_ARGS:-} \
            > "$OUT/ncu_compare.log" 2>&1 ;;
+    compile)  # the reference timed eager and under torch.compile (KernelGYM's reference_backend), same candidate
+      for rb in pytorch torch_compile; do
+        timeout 280 "$KGYM_BIN" eval --ref tasks/level2/linear_bias_gelu.py --kernel tasks/solutions/level2/linear_bias_gelu_triton.py \
+          --device cuda --perf-trials 50 --reference-backend "$rb" > "$OUT/compile_$rb.json" 2> "$OUT/compile_$rb.stderr"
+        python3 -c "import json,sys; d=json.load(open(sys.argv[1])); m=d['metadata']; print(sys.argv[2], d['outcome'], 'ref', d['reference_runtime'], 'cand', d['kernel_runtime'], 'speedup', d['speedup'], m.get('reference_backend_error'), m.get('reference_kernels'), m.get('phase_s'))" \
+          "$OUT/compile_$rb.json" "$rb" >> "$OUT/compile.txt" 2>&1
+      done ;;
+    overhead_ab)  # the recorder's cost per evaluation: on, then off (KGYM_CUPTI_LIB=off)
+      timeout 150 "$B/eval_overhead" --device cuda -n 20 --baseline-n 1 --out "$OUT/eval_overhead-h200.json" > "$OUT/eval_overhead.md" 2>&1
+      KGYM_CUPTI_LIB=off timeout 150 "$B/eval_overhead" --device cuda -n 20 --baseline-n 1 \
+        --out "$OUT/eval_overhead-h200-norecorder.json" > "$OUT/eval_overhead-norecorder.md" 2>&1
+      tail -12 "$OUT/eval_overhead-norecorder.md" ;;
     overhead) timeout 150 "$B/eval_overhead" --device cuda -n 20 --baseline-n 3 \
                 --out "$OUT/eval_overhead-h200.json" > "$OUT/eval_overhead.md" 2>&1 ;;
     suite) timeout "${SUITE_TIMEOUT:-260}" "$KGYM_BIN" suite --tasks tasks --device cuda --kinds "${SUITE_KINDS:-triton,wrong}" \
@@ -50,6 +63,6 @@ for st in $STAGES; do
   esac
   echo "$st rc=$? $(python3 -c "import time,sys; print('%.1f s' % (time.time() - float(sys.argv[1])))" "$t0")" >> "$OUT/stages.txt"
 done
-cat "$OUT/stages.txt"; cat "$OUT/sanity.txt" "$OUT/diag.txt" 2>/dev/null; tail -5 "$OUT/eval_overhead.md" 2>/dev/null
+cat "$OUT/stages.txt"; cat "$OUT/sanity.txt" "$OUT/diag.txt" "$OUT/compile.txt" 2>/dev/null; tail -12 "$OUT/eval_overhead.md" 2>/dev/null
 tail -12 "$OUT/suite_wrong5.md" 2>/dev/null; tail -40 "$OUT/ncu/ncu_compare.md" 2>/dev/null; tail -30 "$OUT/suite.md" 2>/dev/null
 tail -15 "$OUT/redteam_gpu.txt" 2>/dev/null; tail -12 "$OUT/throughput.md" 2>/dev/null
