@@ -199,8 +199,9 @@ class EvaluatorImpl : public Evaluator {
   // A candidate worker for `req`: the spare for its policy when one is ready, else a fresh one; then starts the
   // next spare in the background. With an extension cache directory (CUDA backend), always a fresh one: the
   // directory is mounted when the worker is made, and it differs by source.
+  // `how`: "spare" (one was ready), "spare_waited" (one was starting and this waited for it) or "fresh".
   Status StartCandidate(const EvalRequest& req, const Deadline& dl, std::unique_ptr<WorkerSession>* out,
-                        const std::string& extension_dir = "");
+                        const std::string& extension_dir, std::string* how);
   static std::string SpareKey(nlohmann::json policy) {
     policy.erase("scratch");
     return policy.dump();
@@ -226,18 +227,29 @@ class EvaluatorImpl : public Evaluator {
 };
 
 Status EvaluatorImpl::StartCandidate(const EvalRequest& req, const Deadline& dl, std::unique_ptr<WorkerSession>* out,
-                                     const std::string& extension_dir) {
+                                     const std::string& extension_dir, std::string* how) {
   nlohmann::json policy = Policy(req, "candidate", extension_dir);
+  *how = "fresh";
   if (!opt_.spare_workers || !extension_dir.empty())
     return WorkerSession::Start(zygote_.get(), {{"role", "candidate"}, {"policy", policy}}, dl.at, out);
   std::string key = SpareKey(policy);
   std::unique_ptr<WorkerSession> spare;
   {
-    std::lock_guard<std::mutex> l(spare_mu_);
-    auto it = spares_.find(key);
-    if (it != spares_.end()) {
+    std::unique_lock<std::mutex> l(spare_mu_);
+    auto take = [&] {
+      auto it = spares_.find(key);
+      if (it == spares_.end()) return false;
       spare = std::move(it->second);
       spares_.erase(it);
+      return true;
+    };
+    if (take()) {
+      *how = "spare";
+    } else if (!stopping_ && spare_starting_.count(key)) {
+      // One is on its way: it started before this request, so it is ready sooner than a fresh start would be (and
+      // a fresh start would compete with it for the same CPU and device).
+      spare_cv_.wait_until(l, dl.at, [&] { return stopping_ || spares_.count(key) || !spare_starting_.count(key); });
+      if (take()) *how = "spare_waited";
     }
     if (!stopping_ && !spare_starting_.count(key)) {
       spare_starting_.insert(key);
@@ -258,6 +270,7 @@ Status EvaluatorImpl::StartCandidate(const EvalRequest& req, const Deadline& dl,
     *out = std::move(spare);
     return Status::Ok();
   }
+  *how = "fresh";
   return WorkerSession::Start(zygote_.get(), {{"role", "candidate"}, {"policy", policy}}, dl.at, out);
 }
 
@@ -660,7 +673,9 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     }
   }
   std::unique_ptr<WorkerSession> w;
-  Status s = StartCandidate(req, dl, &w, ext.dir);
+  std::string how;
+  Status s = StartCandidate(req, dl, &w, ext.dir, &how);
+  md["candidate_worker"] = how;
   if (w) w->SetCancel(cancel_ ? cancel_ : &cancel_all_);
   uint64_t worker_peak = 0;  // the worker's peak private memory, for memory admission (read before it exits)
   auto sample_peak = [&] { worker_peak = std::max(worker_peak, w ? ProcessPeakPrivateBytes(w->harness_pid()) : 0); };

@@ -26,3 +26,20 @@ def test_whole_name_selects_one_task_and_a_fragment_selects_all_that_contain_it(
     fragment = _tasks(tmp_path, "elu")
     assert "level1/relu_wrong" in fragment and "level1/leaky_relu_wrong" in fragment and "level1/gelu_wrong" in fragment
     assert _tasks(tmp_path, "relu,gelu") == ["level1/gelu_wrong", "level1/relu_wrong"]
+
+
+def test_back_to_back_evaluations_take_the_spare_worker(tmp_path):
+    """One evaluation at a time under one sandbox policy: the first starts its candidate worker fresh, every later one
+    takes the spare started in the background (ready, or waited for when it is still starting), never a second
+    fresh start (metadata.candidate_worker)."""
+    out = tmp_path / "suite.json"
+    cmd = [KGYM_BIN, "suite", "--tasks", os.path.join(ROOT, "tasks"), "--size", "small", "--device", "cpu",
+           "--kinds", "torch", "--perf-trials", "2", "--correct-trials", "1", "--jobs", "1", "--only",
+           "relu,gelu,softmax,layernorm", "--out", str(out)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    results = json.loads(out.read_text())
+    assert len(results) >= 4 and all(r["outcome"] == "correct" for r in results), [r["outcome"] for r in results]
+    how = [r["metadata"]["candidate_worker"] for r in results]
+    assert how[0] == "fresh"
+    assert set(how[1:]) <= {"spare", "spare_waited"}, how
