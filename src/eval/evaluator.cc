@@ -364,31 +364,43 @@ Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fres
   }
   n_warmup = std::max(n_warmup, pool_size);  // every rotation set is touched once before timing starts
   bool stop = false;
-  auto call = [&](int id, int set, bool check, std::vector<double>* into) -> Status {  // into: null for warmups
-    // "call" makes the worker refill its inputs and answer "armed"; the clock starts when the supervisor itself
-    // sends "go" and stops when "done" arrives. Both ends are the supervisor's own observations, and a late read
-    // can only lengthen a sample, never shorten it (a busy host once made "start"/"done" pairs arrive together).
-    Status s = w->Send({{"type", "call"}, {"call", id}, {"set", set}});
-    Frame armed, done;
+  // One bracketed exchange: `arm` makes the worker prepare and answer "armed"; the clock starts when the supervisor
+  // itself sends "go" and stops when "done" arrives. Both ends are the supervisor's own observations, and a late
+  // read can only lengthen a sample, never shorten it (a busy host once made "start"/"done" pairs arrive together).
+  auto bracketed = [&](const nlohmann::json& arm, const std::function<void()>& before_go, Frame* done,
+                       double* ms) -> Status {
+    Status s = w->Send(arm);
+    Frame armed;
     if (s.ok()) s = w->RecvReply(dl.at, &armed);
     if (!s.ok()) return s;
     if (armed.header.value("type", "") == "error") return Status::InvalidArgument(armed.header.dump());
     if (armed.header.value("type", "") != "armed") return Status::Internal("worker broke the timing protocol");
+    before_go();
+    Clock::time_point t0 = Clock::now();
+    s = w->Send({{"type", "go"}, {"call", arm["call"]}});
+    if (s.ok()) s = w->RecvReply(dl.at, done);
+    if (!s.ok()) return s;
+    if (done->header.value("type", "") == "error") return Status::InvalidArgument(done->header.dump());
+    if (done->header.value("type", "") != "done") return Status::Internal("worker broke the timing protocol");
+    *ms = duration<double, std::milli>(done->received - t0).count();
+    return Status::Ok();
+  };
+  auto call = [&](int id, int set, bool check, std::vector<double>* into) -> Status {  // into: null for warmups
+    // "call" refills the worker's inputs from set `set` before it answers "armed".
     // Warmups count for the CPU split (never fetched; the first two may still build lazy state), not for threads.
     const bool watched = into != nullptr || id >= -n_warmup + 2;
-    if (threads) {
-      if (watched) threads->Before(into != nullptr);
-      else threads->Skip();
-    }
-    Clock::time_point t0 = Clock::now();
-    s = w->Send({{"type", "go"}, {"call", id}});
-    if (s.ok()) s = w->RecvReply(dl.at, &done);
+    Frame done;
+    double ms = 0;
+    Status s = bracketed({{"type", "call"}, {"call", id}, {"set", set}}, [&] {
+      if (threads) {
+        if (watched) threads->Before(into != nullptr);
+        else threads->Skip();
+      }
+    }, &done, &ms);
     if (!s.ok()) return s;
-    if (done.header.value("type", "") == "error") return Status::InvalidArgument(done.header.dump());
-    if (done.header.value("type", "") != "done") return Status::Internal("worker broke the timing protocol");
     if (threads && watched) threads->After(into != nullptr, !check);
     if (!into) return Status::Ok();
-    into->push_back(duration<double, std::milli>(done.received - t0).count());
+    into->push_back(ms);
     if (into == trusted) {
       self_ms->push_back(done.header.value("self_ms", -1.0));
       if (done.header.contains("event_ms")) event_ms->push_back(done.header["event_ms"].get<double>());
@@ -410,17 +422,11 @@ Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fres
     }
     for (int k = 0; k < null_before[i]; ++k) {
       if (threads) threads->Skip();  // the CPU between calls is judged on model calls only
-      Frame armed, done;
-      s = w->Send({{"type", "null"}, {"call", static_cast<int>(null_ms->size())}});
-      if (s.ok()) s = w->RecvReply(dl.at, &armed);
+      Frame done;
+      double ms = 0;
+      s = bracketed({{"type", "null"}, {"call", static_cast<int>(null_ms->size())}}, [] {}, &done, &ms);
       if (!s.ok()) return s;
-      if (armed.header.value("type", "") != "armed") return Status::Internal("worker broke the timing protocol");
-      Clock::time_point t0 = Clock::now();
-      s = w->Send({{"type", "go"}});
-      if (s.ok()) s = w->RecvReply(dl.at, &done);
-      if (!s.ok()) return s;
-      if (done.header.value("type", "") != "done") return Status::Internal("worker broke the timing protocol");
-      null_ms->push_back(duration<double, std::milli>(done.received - t0).count());
+      null_ms->push_back(ms);
     }
     for (int k = 0; k < fresh_before[i] && !stop; ++k) {
       int j = static_cast<int>(fresh_ms->size());
@@ -623,15 +629,8 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
         ref->notes["reference_timeline_kernel_sum_median_ms"] = Median(sp.kernel_ms);
         ref->notes["reference_harness_overhead_ms"] = ref->device.gap_ms;
         ref->notes["reference_kernels"] = sp.kernel_names.size();
-        if (const char* t = std::getenv("KGYM_TRACE_TIMING"); t && std::string(t) == "1") {
-          nlohmann::json tr = TimingTrace(tl, static_cast<int>(trusted.size()));
-          tr["bracket_ms"] = trusted;
-          tr["self_ms"] = self;
-          tr["event_ms"] = ev;
-          tr["null_bracket_ms"] = nulls;
-          tr["null"] = TimingTrace(tl, static_cast<int>(nulls.size()), 0, KGYM_PHASE_HARNESS);
+        if (auto tr = TimingTraceIfAsked(&tl, trusted, self, ev, nulls); !tr.is_null())
           ref->notes["reference_timing_trace"] = tr;
-        }
       } else {
         ref->notes["reference_timeline_problem"] = problem;
       }
@@ -1052,17 +1051,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     tv.stats = ComputeTimingStats(trusted);
   }
   for (auto& [k, x] : tv.metadata.items()) md[k] = x;
-  if (const char* t = std::getenv("KGYM_TRACE_TIMING"); t && std::string(t) == "1") {
-    nlohmann::json tr = timeline && timeline->ok ? TimingTrace(*timeline, static_cast<int>(trusted.size()))
-                                                 : nlohmann::json::object();
-    tr["bracket_ms"] = trusted;
-    tr["self_ms"] = self;
-    tr["event_ms"] = ev;
-    tr["null_bracket_ms"] = nulls;
-    if (timeline && timeline->ok)
-      tr["null"] = TimingTrace(*timeline, static_cast<int>(nulls.size()), 0, KGYM_PHASE_HARNESS);
-    md["timing_trace"] = tr;
-  }
+  if (auto tr = TimingTraceIfAsked(timeline.get(), trusted, self, ev, nulls); !tr.is_null()) md["timing_trace"] = tr;
   if (tv.hacked) {
     r->correctness = false;
     Fail(r, Outcome::kHacked, tv.detail);

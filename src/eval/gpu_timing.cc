@@ -1,8 +1,9 @@
 #include "eval/gpu_timing.h"
 
 #include <algorithm>
-#include <map>
 #include <cctype>
+#include <cstdlib>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -101,6 +102,20 @@ nlohmann::json TimingTrace(const WorkerTimeline& t, int n, int first, uint32_t p
     drain.push_back(has ? nlohmann::json((static_cast<double>(c.last_end_ns) - m->second.second) / 1e6) : nullptr);
   }
   return {{"span_ms", span}, {"launch_ms", launch}, {"drain_ms", drain}};
+}
+
+nlohmann::json TimingTraceIfAsked(const WorkerTimeline* t, const std::vector<double>& bracket_ms,
+                                  const std::vector<double>& self_ms, const std::vector<double>& event_ms,
+                                  const std::vector<double>& null_ms) {
+  const char* on = std::getenv("KGYM_TRACE_TIMING");
+  if (!on || std::string(on) != "1") return nullptr;
+  nlohmann::json tr = t && t->ok ? TimingTrace(*t, static_cast<int>(bracket_ms.size())) : nlohmann::json::object();
+  tr["bracket_ms"] = bracket_ms;
+  tr["self_ms"] = self_ms;
+  tr["event_ms"] = event_ms;
+  tr["null_bracket_ms"] = null_ms;
+  if (t && t->ok) tr["null"] = TimingTrace(*t, static_cast<int>(null_ms.size()), 0, KGYM_PHASE_HARNESS);
+  return tr;
 }
 
 double RuntimeAllowanceMs(double bracket_ms) { return std::max(0.050, 0.05 * bracket_ms); }

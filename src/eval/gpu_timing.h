@@ -62,6 +62,13 @@ TimedSpans SpansOfTimedCalls(const gpu::KernelTimeline& t, int n, int first = 0)
 // record.
 nlohmann::json TimingTrace(const WorkerTimeline& t, int n, int first = 0, uint32_t phase = KGYM_PHASE_TIMING);
 
+// KGYM_TRACE_TIMING=1: a worker's whole per-call trace (the supervisor's brackets, the worker's self and event
+// times, the null calls' brackets, and, with a usable timeline `t`, TimingTrace of the timed and null calls);
+// null when tracing is off.
+nlohmann::json TimingTraceIfAsked(const WorkerTimeline* t, const std::vector<double>& bracket_ms,
+                                  const std::vector<double>& self_ms, const std::vector<double>& event_ms,
+                                  const std::vector<double>& null_ms);
+
 // Which time a candidate gets. `span_ms` is its timeline median (< 0: no usable timeline), `bracket_ms` the median
 // of the supervisor's go->done brackets, `overhead_ms` the harness's own cost per call in the same process (the
 // median bracket of its null calls: IPC, a launch, the synchronisation), `host_ms` the host time outside the

@@ -605,15 +605,22 @@ WorkerTimeline TimelineWithFresh(int n, const KernelList& rot, int fresh, const 
   return b.Finish();
 }
 
+// Inputs of a pure-torch candidate whose timed calls 5..7 ran on fresh sets.
+CandidateTimingInputs FreshInputs(const WorkerTimeline& t, std::vector<double> brackets, double ref_span,
+                                  double ref_gap) {
+  CandidateTimingInputs in = Inputs(t, std::move(brackets), ref_span, ref_gap);
+  in.code = "class ModelNew: pass\n";
+  in.fresh_calls = 3;
+  return in;
+}
+
 TEST(JudgeCandidateTimingTest, ContentCacheIsHackedOnDeviceTime) {
   // A hit syncs and copies (60 us of device work); a miss runs the 2.7 ms GEMM. The brackets (hit 0.55 ms, harness
   // 0.36 ms) would not trip the supervisor's four-times rule on the fresh calls' 3.3 ms.
   KernelList hit = {{kTorchElementwise, 60 * kUs}}, miss = {{kTorchElementwise, 2700 * kUs}};
   WorkerTimeline t = TimelineWithFresh(5, hit, 3, miss);
   ASSERT_TRUE(t.ok) << t.problem;
-  CandidateTimingInputs in = Inputs(t, {0.55, 0.55, 0.56, 0.54, 0.55}, 2.7, 0.36);
-  in.code = "class ModelNew: pass\n";
-  in.fresh_calls = 3;
+  CandidateTimingInputs in = FreshInputs(t, {0.55, 0.55, 0.56, 0.54, 0.55}, 2.7, 0.36);
   CandidateTimingVerdict v = JudgeCandidateTiming(in);
   EXPECT_TRUE(v.hacked);
   EXPECT_THAT(v.detail, HasSubstr("hacked (caching)"));
@@ -625,9 +632,7 @@ TEST(JudgeCandidateTimingTest, HonestKernelWithSlowerFreshSetsIsNotCaching) {
   // Fresh sets a little slower (cold TLB, other data): far from the rule's three times.
   KernelList rot = {{kTorchElementwise, 100 * kUs}}, fresh = {{kTorchElementwise, 130 * kUs}};
   WorkerTimeline t = TimelineWithFresh(5, rot, 3, fresh);
-  CandidateTimingInputs in = Inputs(t, {0.14, 0.14, 0.14, 0.14, 0.14}, 0.1, 0.04);
-  in.code = "class ModelNew: pass\n";
-  in.fresh_calls = 3;
+  CandidateTimingInputs in = FreshInputs(t, {0.14, 0.14, 0.14, 0.14, 0.14}, 0.1, 0.04);
   CandidateTimingVerdict v = JudgeCandidateTiming(in);
   EXPECT_FALSE(v.hacked) << v.detail;
   EXPECT_NEAR(v.metadata["timeline_repeat_ratio"].get<double>(), 100.0 / 130.0, 1e-9);
@@ -637,18 +642,14 @@ TEST(JudgeCandidateTimingTest, TinyKernelsNeedTheAbsoluteMarginToBeCaching) {
   // 2 us against 10 us: five times, but 8 us is noise-sized for a launch; not judged.
   KernelList rot = {{kTorchElementwise, 2 * kUs}}, fresh = {{kTorchElementwise, 10 * kUs}};
   WorkerTimeline t = TimelineWithFresh(5, rot, 3, fresh);
-  CandidateTimingInputs in = Inputs(t, {0.05, 0.05, 0.05, 0.05, 0.05}, 0.01, 0.04);
-  in.code = "class ModelNew: pass\n";
-  in.fresh_calls = 3;
+  CandidateTimingInputs in = FreshInputs(t, {0.05, 0.05, 0.05, 0.05, 0.05}, 0.01, 0.04);
   EXPECT_FALSE(JudgeCandidateTiming(in).hacked);
 }
 
 TEST(JudgeCandidateTimingTest, FreshCallsMissingFromTheTimelineAreReportedNotJudged) {
   KernelList rot = {{kTorchElementwise, 100 * kUs}};
   WorkerTimeline t = TimelineWithFresh(5, rot, 0, rot);
-  CandidateTimingInputs in = Inputs(t, {0.14, 0.14, 0.14, 0.14, 0.14}, 0.1, 0.04);
-  in.code = "class ModelNew: pass\n";
-  in.fresh_calls = 3;
+  CandidateTimingInputs in = FreshInputs(t, {0.14, 0.14, 0.14, 0.14, 0.14}, 0.1, 0.04);
   CandidateTimingVerdict v = JudgeCandidateTiming(in);
   EXPECT_FALSE(v.hacked);
   EXPECT_TRUE(v.metadata.contains("timeline_fresh_problem"));
