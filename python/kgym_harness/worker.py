@@ -629,6 +629,14 @@ def serve_candidate(sock, r, job, payload):
             raise Reported("invalid", "protocol", "unexpected message %r" % t)
 
 
+def _armed(sock, call):
+    """Answers "armed" and waits for the supervisor's "go": its clock runs from sending "go" to our "done"."""
+    wire.send(sock, {"type": "armed", "call": call})
+    g, _ = wire.recv(sock)
+    if g.get("type") != "go":
+        raise Reported("invalid", "protocol", "expected go, got %r" % g.get("type"))
+
+
 def timing_loop(sock, r, h):
     r.prepare_timing(h.get("flush_mb", 0))
     use_events = r.device.startswith("cuda")
@@ -642,10 +650,7 @@ def timing_loop(sock, r, h):
         if t == "call":
             j = h["set"] % len(r.pool)
             r.refill(j)
-            wire.send(sock, {"type": "armed", "call": h["call"]})
-            g, _ = wire.recv(sock)
-            if g.get("type") != "go":
-                raise Reported("invalid", "protocol", "expected go, got %r" % g.get("type"))
+            _armed(sock, h["call"])
             t0 = _perf_ns()
             if use_events:
                 ev0.record()
@@ -663,10 +668,7 @@ def timing_loop(sock, r, h):
             # The harness's own call, bracketed like a timed one: one tiny kernel through captured functions and
             # the same synchronisation, no model code. Its bracket is this process's overhead per call (IPC,
             # launch, wake-up), which the supervisor takes off the candidate's brackets of the same process.
-            wire.send(sock, {"type": "armed", "call": h["call"]})
-            g, _ = wire.recv(sock)
-            if g.get("type") != "go":
-                raise Reported("invalid", "protocol", "expected go, got %r" % g.get("type"))
+            _armed(sock, h["call"])
             t0 = _perf_ns()
             recorder.RECORDER.begin(recorder.HARNESS, h["call"])
             if r.null_buf is not None:
