@@ -38,13 +38,17 @@ for st in $STAGES; do
               --out "$OUT/suite_wrong5.json" > "$OUT/suite_wrong5.md" 2> "$OUT/suite_wrong5.stderr" ;;
     ncu) timeout "${NCU_TIMEOUT:-540}" python3 bench/gpu/ncu_compare.py --bin "$KGYM_BIN" --out "$OUT/ncu" ${NCU_ARGS:-} \
            > "$OUT/ncu_compare.log" 2>&1 ;;
-    compile)  # the reference timed eager and under torch.compile (KernelGYM's reference_backend), same candidate
-      for rb in pytorch torch_compile; do
-        timeout 280 "$KGYM_BIN" eval --ref tasks/level2/linear_bias_gelu.py --kernel tasks/solutions/level2/linear_bias_gelu_triton.py \
-          --device cuda --perf-trials 50 --reference-backend "$rb" > "$OUT/compile_$rb.json" 2> "$OUT/compile_$rb.stderr"
-        python3 -c "import json,sys; d=json.load(open(sys.argv[1])); m=d['metadata']; print(sys.argv[2], d['outcome'], 'ref', d['reference_runtime'], 'cand', d['kernel_runtime'], 'speedup', d['speedup'], m.get('reference_backend_error'), m.get('reference_kernels'), m.get('phase_s'))" \
-          "$OUT/compile_$rb.json" "$rb" >> "$OUT/compile.txt" 2>&1
-      done ;;
+    compile)  # each task's reference timed eager and under torch.compile (KernelGYM's reference_backend), same candidate
+      for t in ${COMPILE_TASKS:-level2/linear_bias_gelu level2/softmax_scale_residual}; do
+        for rb in pytorch torch_compile; do
+          n=$(basename "$t")_$rb
+          timeout 280 "$KGYM_BIN" eval --ref "tasks/$t.py" --kernel "tasks/solutions/${t}_triton.py" \
+            --device cuda --perf-trials 50 --reference-backend "$rb" > "$OUT/compile_$n.json" 2> "$OUT/compile_$n.stderr"
+          python3 -c "import json,sys; d=json.load(open(sys.argv[1])); m=d['metadata']; print(sys.argv[2], d['outcome'], 'ref', d['reference_runtime'], 'cand', d['kernel_runtime'], 'speedup', d['speedup'], m.get('reference_backend_error'), m.get('reference_kernels'), [k[:60] for k in m.get('reference_kernel_names', [])], m.get('phase_s'))" \
+            "$OUT/compile_$n.json" "$n" >> "$OUT/compile.txt" 2>&1
+        done
+      done
+      tar czf "$OUT/compile.tgz" -C "$OUT" $(cd "$OUT" && ls compile_*) && rm -f "$OUT"/compile_* ;;
     overhead_ab)  # the recorder's cost per evaluation: on, then off (KGYM_CUPTI_LIB=off)
       timeout 150 "$B/eval_overhead" --device cuda -n 20 --baseline-n 1 --out "$OUT/eval_overhead-h200.json" > "$OUT/eval_overhead.md" 2>&1
       KGYM_CUPTI_LIB=off timeout 150 "$B/eval_overhead" --device cuda -n 20 --baseline-n 1 \

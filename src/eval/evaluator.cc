@@ -629,6 +629,12 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
         ref->notes["reference_timeline_kernel_sum_median_ms"] = Median(sp.kernel_ms);
         ref->notes["reference_harness_overhead_ms"] = ref->device.gap_ms;
         ref->notes["reference_kernels"] = sp.kernel_names.size();
+        nlohmann::json names = nlohmann::json::array();  // which kernels: shows e.g. what torch.compile generated
+        for (const std::string& n : sp.kernel_names) {
+          if (names.size() == 16) break;
+          names.push_back(n.size() > 160 ? n.substr(0, 160) + "..." : n);
+        }
+        ref->notes["reference_kernel_names"] = std::move(names);
         if (auto tr = TimingTraceIfAsked(&tl, trusted, self, ev, nulls); !tr.is_null())
           ref->notes["reference_timing_trace"] = tr;
       } else {
