@@ -11,6 +11,7 @@ import os
 
 WARMUP, CORRECTNESS, DETECT_NOGRAD, DETECT_GRAD, TIMING = 1, 2, 3, 4, 5
 HARNESS = 8  # the harness's own null calls (no model code)
+BURST = 9  # model calls of a pipelined burst (no synchronisation between them)
 MAX_STREAM_BYTES = 64 << 20  # the most a worker sends; the supervisor parses a cut stream up to its last record
 
 

@@ -347,8 +347,9 @@ class Runner:
         if self.device.startswith("cuda"):
             _cuda_sync()
 
-    def call(self, args, phase, tag=None, grad=False):
-        """tag: (recorder phase, index) for the kernel recorder; grad: run with autograd on (the decoy check)."""
+    def call(self, args, phase, tag=None, grad=False, sync=True):
+        """tag: (recorder phase, index) for the kernel recorder; grad: run with autograd on (the decoy check);
+        sync=False leaves the device running (a burst's calls follow each other without waiting)."""
         kind = "runtime_error" if self.role == "candidate" else "invalid"
         rec = recorder.RECORDER
         try:
@@ -360,7 +361,8 @@ class Runner:
                 finally:
                     if tag is not None:
                         rec.end()
-            self.sync()
+            if sync:
+                self.sync()
             return out
         except Reported:
             raise
@@ -675,6 +677,25 @@ def timing_loop(sock, r, h):
                 _zero(r.null_buf)
             recorder.RECORDER.end()
             r.sync()
+            wire.send(sock, {"type": "done", "call": h["call"], "self_ms": (_perf_ns() - t0) / 1e6})
+        elif t == "burst":
+            # k calls back to back (the L2 flushed before each, no synchronisation until the last has finished),
+            # or, with "model" false, the same k flushes alone. The supervisor's brackets of the two give the
+            # model's cost per call with the host's launch work overlapped by the device's, as in a training loop.
+            j = h["set"] % len(r.pool)
+            r.refill(j)
+            k = max(1, min(int(h.get("k", 1)), 64))
+            model = bool(h.get("model", True))
+            out = None
+            _armed(sock, h["call"])
+            t0 = _perf_ns()
+            for i in range(k):
+                if r.flush_buf is not None:
+                    _zero(r.flush_buf)
+                if model:
+                    out = r.call(r.live, "timing", (recorder.BURST, h["call"] * k + i), sync=False)
+            r.sync()
+            out = None
             wire.send(sock, {"type": "done", "call": h["call"], "self_ms": (_perf_ns() - t0) / 1e6})
         elif t == "fetch":
             j = h["set"] % len(r.pool)

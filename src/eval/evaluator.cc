@@ -335,6 +335,17 @@ struct ThreadWatch {
 constexpr int kFreshSets = 3;
 int FreshSets(int pool) { return pool >= kFreshSets + 2 ? kFreshSets : 0; }
 
+// Pipelined bursts, run after the timed calls: `k` model calls back to back (the L2 flushed before each, one
+// synchronisation at the end) and the same `k` flushes alone, each bracketed by the supervisor. Their difference
+// over k is the model's cost per call with the host's launch work overlapped by the device's: evidence, from the
+// supervisor's own clock, of device time that a slow launch path hides from an isolated call's bracket.
+struct Bursts {
+  int k = 0;                     // calls per burst (0: none ran)
+  std::vector<double> model_ms;  // brackets of the model bursts
+  std::vector<double> null_ms;   // brackets of the flush-only bursts
+};
+constexpr int kBursts = 2, kBurstCalls = 8;
+
 // Runs `n_warmup` + `n` calls on a worker that holds `pool_size` + `fresh_sets` input sets. The supervisor's
 // time it sends "go" and the time the worker's "done" arrives bracket each call: that interval is the trusted sample.
 // A random subset of calls is fetched and handed to `verify` (which returns false to stop). The sets from
@@ -343,7 +354,8 @@ int FreshSets(int pool) { return pool >= kFreshSets + 2 ? kFreshSets : 0; }
 Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fresh_sets, double flush_mb,
                   uint64_t seed, const Deadline& dl, const std::function<bool(int call, int set, const Frame&)>& verify,
                   std::vector<double>* trusted, std::vector<double>* self_ms, std::vector<double>* event_ms,
-                  std::vector<double>* fresh_ms, ThreadWatch* threads, std::vector<double>* null_ms) {
+                  std::vector<double>* fresh_ms, ThreadWatch* threads, std::vector<double>* null_ms,
+                  Bursts* bursts) {
   Frame f;
   Status s = w->Send({{"type", "timing"}, {"flush_mb", flush_mb}});
   if (s.ok()) s = w->RecvReply(dl.at, &f);
@@ -436,6 +448,20 @@ Status TimedCalls(WorkerSession* w, int n_warmup, int n, int pool_size, int fres
     if (stop) break;
     s = call(i, i % pool_size, fetch[i], trusted);
     if (!s.ok()) return s;
+  }
+  if (bursts && !stop && n >= 10) {
+    bursts->k = std::clamp(n / 5, 2, kBurstCalls);  // 2 x 8 extra calls from 40 timed calls on
+    for (int b = 0; b < kBursts; ++b) {
+      for (bool model : {false, true}) {
+        if (threads) threads->Skip();  // judged on single calls only
+        Frame done;
+        double ms = 0;
+        s = bracketed({{"type", "burst"}, {"call", b}, {"set", b % pool_size}, {"k", bursts->k}, {"model", model}},
+                      [] {}, &done, &ms);
+        if (!s.ok()) return s;
+        (model ? bursts->model_ms : bursts->null_ms).push_back(ms);
+      }
+    }
   }
   return Status::Ok();
 }
@@ -587,12 +613,13 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
   if (req.measure_performance) {
     std::lock_guard<std::mutex> timing(TimingLock(req));
     std::vector<double> trusted, self, ev, fresh, nulls;
+    Bursts bursts;
     ThreadWatch watch;
     watch.pid = w->harness_pid();
     watch.threads = false;
     s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials), pool - FreshSets(pool), 0,
                    req.device == "cuda" ? 256 : 0, base + 7, dl, [](int, int, const Frame&) { return true; },
-                   &trusted, &self, &ev, &fresh, &watch, req.device == "cuda" ? &nulls : nullptr);
+                   &trusted, &self, &ev, &fresh, &watch, req.device == "cuda" ? &nulls : nullptr, &bursts);
     if (!s.ok()) {
       if (s.code() == Status::Code::kInvalidArgument) {
         auto h = nlohmann::json::parse(s.message(), nullptr, false);
@@ -603,6 +630,10 @@ std::shared_ptr<ReferenceData> EvaluatorImpl::RunReference(const EvalRequest& re
     }
     ref->timing = ComputeTimingStats(trusted);
     ref->notes["reference_supervisor_median_ms"] = ref->timing->median;
+    if (!bursts.null_ms.empty()) {
+      ref->device.null_burst_ms = Median(bursts.null_ms);
+      ref->notes["reference_burst_per_call_ms"] = BurstPerCallMs(bursts.model_ms, bursts.null_ms, bursts.k, 0);
+    }
     if (req.device == "cuda" && w->hello().value("recorder", "") == "on") {
       WorkerTimeline tl;
       Status ts = FetchTimeline(w.get(), dl.at, &tl);
@@ -928,6 +959,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     return true;
   };
   std::vector<double> trusted, self, ev, fresh, nulls;
+  Bursts bursts;
   const bool recorded = req.device == "cuda" && w->hello().value("recorder", "") == "on" && ref.device.span_median_ms >= 0;
   bool grad_ran = false;
   std::string grad_error;
@@ -938,7 +970,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     int sets = static_cast<int>(ref.pool.size());
     s = TimedCalls(w.get(), std::max(1, req.num_warmup), std::max(1, req.num_perf_trials), sets - FreshSets(sets),
                    FreshSets(sets), req.device == "cuda" ? 256 : 0, Mix(secret_ ^ 0x5eed), dl, verify, &trusted, &self,
-                   &ev, &fresh, &timed_threads, req.device == "cuda" ? &nulls : nullptr);
+                   &ev, &fresh, &timed_threads, req.device == "cuda" ? &nulls : nullptr, &bursts);
     // The decoy rule's second run (grad enabled), still under the device's timing lock: it is GPU work.
     if (s.ok() && recorded && req.backend == "triton" && req.detect_decoy) {
       Frame d;
@@ -1043,6 +1075,9 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
   ti.event_ms = ev;
   ti.fresh_calls = static_cast<int>(fresh.size());
   ti.null_ms = nulls;
+  ti.burst_ms = bursts.model_ms;
+  ti.null_burst_ms = bursts.null_ms;
+  ti.burst_k = bursts.k;
   ti.ref = ref.device;
   ti.code = req.kernel_code;
   ti.backend = req.backend;
@@ -1055,6 +1090,7 @@ void EvaluatorImpl::RunCandidate(const EvalRequest& req, const ReferenceData& re
     tv = JudgeCandidateTiming(ti);
   } else {  // CPU: the supervisor's brackets
     tv.stats = ComputeTimingStats(trusted);
+    if (bursts.k > 0) tv.metadata["timing_burst_per_call_ms"] = BurstPerCallMs(bursts.model_ms, bursts.null_ms, bursts.k, 0);
   }
   for (auto& [k, x] : tv.metadata.items()) md[k] = x;
   if (auto tr = TimingTraceIfAsked(timeline.get(), trusted, self, ev, nulls); !tr.is_null()) md["timing_trace"] = tr;

@@ -120,12 +120,27 @@ nlohmann::json TimingTraceIfAsked(const WorkerTimeline* t, const std::vector<dou
 
 double RuntimeAllowanceMs(double bracket_ms) { return std::max(0.050, 0.05 * bracket_ms); }
 
-RuntimeChoice RuntimeFromTimeline(double span_ms, double bracket_ms, double overhead_ms, double host_ms) {
+double BurstPerCallMs(const std::vector<double>& model_ms, const std::vector<double>& null_ms, int k,
+                      double ref_null_burst_ms) {
+  if (k <= 0 || model_ms.empty() || null_ms.empty()) return -1;
+  double null = Median(null_ms);
+  if (ref_null_burst_ms > 0) null = std::min(null, 1.5 * ref_null_burst_ms + 0.05);
+  return std::max(0.0, (*std::min_element(model_ms.begin(), model_ms.end()) - null) / k);
+}
+
+RuntimeChoice RuntimeFromTimeline(double span_ms, double bracket_ms, double overhead_ms, double host_ms,
+                                  double burst_ms) {
   RuntimeChoice c;
   overhead_ms = std::max(0.0, overhead_ms);
   host_ms = std::max(0.0, host_ms);
   double seen = bracket_ms - overhead_ms;  // what the supervisor saw, less the harness's own cost
-  c.floor_ms = std::max(0.0, seen - host_ms - RuntimeAllowanceMs(bracket_ms));
+  double allowance = RuntimeAllowanceMs(bracket_ms);
+  c.floor_ms = std::max(0.0, seen - host_ms - allowance);
+  const double single_floor = c.floor_ms;
+  if (burst_ms >= 0) {
+    double relaxed = std::max(burst_ms - allowance, c.floor_ms - 0.10 * bracket_ms);
+    c.floor_ms = std::max(0.0, std::min(c.floor_ms, relaxed));
+  }
   std::ostringstream m;
   m.precision(4);
   if (span_ms >= 0 && span_ms >= c.floor_ms) {
@@ -142,8 +157,10 @@ RuntimeChoice RuntimeFromTimeline(double span_ms, double bracket_ms, double over
     c.runtime_ms = c.floor_ms;
     m << "the kernel timeline (" << span_ms << " ms) is shorter than the supervisor's bracket of the call ("
       << bracket_ms << " ms) less the harness's own " << overhead_ms << " ms, the reference's host time outside its "
-      << "kernels (" << host_ms << " ms) and the allowance: raised to " << c.floor_ms
-      << " ms (host work between the call's edges and its kernels' is charged)";
+      << "kernels (" << host_ms << " ms) and the allowance";
+    if (burst_ms >= 0 && c.floor_ms < single_floor)
+      m << ", and than pipelined calls' " << burst_ms << " ms per call less the allowance";
+    m << ": raised to " << c.floor_ms << " ms (host work between the call's edges and its kernels' is charged)";
   }
   c.why = m.str();
   return c;
@@ -311,7 +328,9 @@ CandidateTimingVerdict JudgeCandidateTiming(const CandidateTimingInputs& in) {
     v.source = "supervisor";
   } else {
     double span = usable ? Median(sp.span_ms) : -1;
-    RuntimeChoice c = RuntimeFromTimeline(span, bracket, overhead, host);
+    double burst = BurstPerCallMs(in.burst_ms, in.null_burst_ms, in.burst_k, in.ref.null_burst_ms);
+    if (burst >= 0) md["timing_burst_per_call_ms"] = burst;
+    RuntimeChoice c = RuntimeFromTimeline(span, bracket, overhead, host, span >= 0 ? burst : -1);
     v.source = c.source;
     md["timing_floor_ms"] = c.floor_ms;
     if (c.source == "timeline") {

@@ -69,6 +69,12 @@ nlohmann::json TimingTraceIfAsked(const WorkerTimeline* t, const std::vector<dou
                                   const std::vector<double>& self_ms, const std::vector<double>& event_ms,
                                   const std::vector<double>& null_ms);
 
+// The model's cost per call in pipelined bursts (see Bursts in evaluator.cc): (the fastest model burst less the
+// flush-only bursts' median) / k, from the supervisor's brackets only. `ref_null_burst_ms` > 0 caps the flush-only
+// median at 1.5x the reference process's + 50 us, so a process that slows its own flushes buys little. < 0: none.
+double BurstPerCallMs(const std::vector<double>& model_ms, const std::vector<double>& null_ms, int k,
+                      double ref_null_burst_ms);
+
 // Which time a candidate gets. `span_ms` is its timeline median (< 0: no usable timeline), `bracket_ms` the median
 // of the supervisor's go->done brackets, `overhead_ms` the harness's own cost per call in the same process (the
 // median bracket of its null calls: IPC, a launch, the synchronisation), `host_ms` the host time outside the
@@ -78,13 +84,18 @@ nlohmann::json TimingTraceIfAsked(const WorkerTimeline* t, const std::vector<dou
 // floor: a forged or partial stream gains at most the allowance, and host work the kernels do not cover (a slow
 // launch path, work done on the CPU) is charged beyond what the reference's own needed. Without a timeline the
 // time is bracket - overhead - host_ms.
+// `burst_ms` (>= 0: BurstPerCallMs) relaxes that floor where pipelined calls show the device time: to the larger
+// of burst_ms less the allowance and the floor less 10 % of the bracket (never raised by it). An honest kernel
+// behind a slow launch path (a Triton launcher on a slow host) keeps its span; a forger must also fake the bursts
+// and still gains at most that 10 %.
 struct RuntimeChoice {
   double runtime_ms = 0;
   double floor_ms = 0;  // the least time the supervisor's bracket allows (what a shorter span is raised to)
   std::string source;   // "timeline" or "supervisor"
   std::string why;      // a sentence when the supervisor's time was used
 };
-RuntimeChoice RuntimeFromTimeline(double span_ms, double bracket_ms, double overhead_ms, double host_ms = 0);
+RuntimeChoice RuntimeFromTimeline(double span_ms, double bracket_ms, double overhead_ms, double host_ms = 0,
+                                  double burst_ms = -1);
 double RuntimeAllowanceMs(double bracket_ms);
 
 // Kernels compiled from the candidate, found in its source by the supervisor: Triton functions (a def under a
@@ -100,6 +111,7 @@ struct ReferenceDeviceTiming {
   double span_median_ms = -1;  // < 0: the reference has no usable timeline (candidates then get brackets only)
   double gap_ms = 0;           // median bracket minus median span: the harness's overhead per call
   double null_ms = 0;          // median bracket of the harness's null calls in its process (0: none were made)
+  double null_burst_ms = 0;    // median bracket of its flush-only bursts (0: none were made)
   std::set<std::string> kernel_names;
   double bytes_moved = 0;      // inputs read once + outputs written once, of one timing set
   double bandwidth_gbps = 0;   // device copy bandwidth measured in the reference's process (0: unknown)
@@ -110,6 +122,9 @@ struct CandidateTimingInputs {
   std::vector<double> bracket_ms;            // the supervisor's brackets of timed calls 0..n-1
   std::vector<double> event_ms;              // the worker's CUDA-event times of the same calls (forgeable)
   std::vector<double> null_ms;               // the supervisor's brackets of the harness's null calls, same process
+  std::vector<double> burst_ms;              // the supervisor's brackets of pipelined model bursts, same process
+  std::vector<double> null_burst_ms;         // ... and of the flush-only bursts
+  int burst_k = 0;                           // calls per burst (0: no bursts)
   int fresh_calls = 0;                       // calls n..n+fresh_calls-1 ran on input sets used once each
   ReferenceDeviceTiming ref;
   std::string code;

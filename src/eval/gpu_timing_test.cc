@@ -135,6 +135,36 @@ TEST(RuntimeFromTimelineTest, AllowanceIsFivePercentForLongCalls) {
   EXPECT_NEAR(RuntimeFromTimeline(9.499, 10.0, 0.0).runtime_ms, 9.5, 1e-12);
 }
 
+TEST(RuntimeFromTimelineTest, PipelinedBurstsKeepAnHonestSpanBehindASlowLaunchPath) {
+  // Numbers of an honest Triton GEMM on the H200 (2026-12-04): bracket 3.686, its null calls 0.211, the reference's
+  // host time 0.021: floor 3.686 - 0.211 - 0.021 - 0.184 = 3.270, above the span 3.201 (its launcher's host time).
+  EXPECT_EQ(RuntimeFromTimeline(3.201, 3.686, 0.211, 0.021).source, "supervisor");
+  // Pipelined calls cost 3.24 ms each: the floor falls to 3.24 - 0.184 and the span stands.
+  RuntimeChoice c = RuntimeFromTimeline(3.201, 3.686, 0.211, 0.021, 3.24);
+  EXPECT_EQ(c.source, "timeline");
+  EXPECT_NEAR(c.floor_ms, 3.24 - 0.1843, 1e-9);
+  // Bursts never raise the floor: slow bursts leave the single-call floor as it was.
+  EXPECT_NEAR(RuntimeFromTimeline(3.3, 3.686, 0.211, 0.021, 9.0).floor_ms, 3.686 - 0.211 - 0.021 - 0.1843, 1e-9);
+  EXPECT_EQ(RuntimeFromTimeline(3.3, 3.686, 0.211, 0.021, 9.0).source, "timeline");
+}
+
+TEST(RuntimeFromTimelineTest, ForgedBurstsGainAtMostTenPercentOfTheBracket) {
+  // A forged span of 0.5 ms with bursts that claim nothing at all: the floor drops by 10 % of the bracket, no more.
+  RuntimeChoice c = RuntimeFromTimeline(0.5, 3.686, 0.211, 0.021, 0.0);
+  EXPECT_EQ(c.source, "supervisor");
+  EXPECT_NEAR(c.runtime_ms, 3.686 - 0.211 - 0.021 - 0.1843 - 0.3686, 1e-9);
+  EXPECT_THAT(c.why, HasSubstr("pipelined"));
+}
+
+TEST(BurstPerCallTest, FastestModelBurstLessTheFlushOnlyMedianOverK) {
+  EXPECT_NEAR(BurstPerCallMs({27.0, 26.2}, {1.0, 1.4, 1.2}, 8, 0), (26.2 - 1.2) / 8, 1e-12);
+  // A process whose flush-only bursts run slow is capped at 1.5x the reference's + 50 us.
+  EXPECT_NEAR(BurstPerCallMs({27.0}, {9.0}, 8, 1.0), (27.0 - 1.55) / 8, 1e-12);
+  EXPECT_DOUBLE_EQ(BurstPerCallMs({1.0}, {2.0}, 8, 0), 0.0);  // never negative
+  EXPECT_LT(BurstPerCallMs({}, {1.0}, 8, 0), 0);
+  EXPECT_LT(BurstPerCallMs({1.0}, {1.0}, 0, 0), 0);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // CandidateKernelsFromSource
 

@@ -35,6 +35,7 @@ enum KgymPhase {
   KGYM_PHASE_PROFILE = 6,
   KGYM_PHASE_REFERENCE = 7,
   KGYM_PHASE_HARNESS = 8, /* the harness's own null calls (no model code) */
+  KGYM_PHASE_BURST = 9,   /* model calls of a pipelined burst (no sync between them) */
 };
 
 static inline uint64_t kgym_make_tag(uint32_t phase, uint32_t call_index) {
