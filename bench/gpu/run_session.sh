@@ -9,6 +9,8 @@ mkdir -p "$OUT"
 B=$PWD/build/gpu
 export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KGYM_PYTHON="${KGYM_PYTHON:-python3}" KGYM_HARNESS_PATH="$PWD/python" KGYM_BIN="$B/kgym"
+# The tree's commit as packed (the copy on the GPU machine may carry a stale .git): eval_overhead records it.
+KGYM_BENCH_COMMIT="$(head -1 "$B/commit.txt" 2>/dev/null | cut -c1-7)"; export KGYM_BENCH_COMMIT
 STAGES="${STAGES:-doctor overhead suite redteam}"
 {
   echo "tree: $(cat build/gpu/commit.txt 2>/dev/null || echo unknown)"
