@@ -121,9 +121,10 @@ int main(int argc, char** argv) {
                            return c;
                          }()},
                         // KGYM_BENCH_COMMIT: the tree's commit where the copy has no (or a stale) .git (GPU runs)
-                        {"commit", std::getenv("KGYM_BENCH_COMMIT") ? std::string(std::getenv("KGYM_BENCH_COMMIT"))
-                                                                    : Run("git -C " + src_dir +
-                                                                          " rev-parse --short HEAD 2>/dev/null")},
+                        {"commit", [&] {
+                           const char* c = std::getenv("KGYM_BENCH_COMMIT");
+                           return c ? std::string(c) : Run("git -C " + src_dir + " rev-parse --short HEAD 2>/dev/null");
+                         }()},
                         {"date", Run("date -u +%Y-%m-%dT%H:%M:%SZ")},
                         {"machine",
                          {{"uname", std::string(u.sysname) + " " + u.release + " " + u.machine},

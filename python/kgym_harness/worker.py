@@ -639,6 +639,11 @@ def _armed(sock, call):
         raise Reported("invalid", "protocol", "expected go, got %r" % g.get("type"))
 
 
+def _done(sock, call, t0):
+    """The reply to a null call or a burst, which stops the supervisor's clock (self_ms: the worker's own time)."""
+    wire.send(sock, {"type": "done", "call": call, "self_ms": (_perf_ns() - t0) / 1e6})
+
+
 def timing_loop(sock, r, h):
     r.prepare_timing(h.get("flush_mb", 0))
     use_events = r.device.startswith("cuda")
@@ -677,26 +682,24 @@ def timing_loop(sock, r, h):
                 _zero(r.null_buf)
             recorder.RECORDER.end()
             r.sync()
-            wire.send(sock, {"type": "done", "call": h["call"], "self_ms": (_perf_ns() - t0) / 1e6})
+            _done(sock, h["call"], t0)
         elif t == "burst":
             # k calls back to back (the L2 flushed before each, no synchronisation until the last has finished),
-            # or, with "model" false, the same k flushes alone. The supervisor's brackets of the two give the
+            # or, with "model" false, the same flushes alone. The supervisor's brackets of the two give the
             # model's cost per call with the host's launch work overlapped by the device's, as in a training loop.
             j = h["set"] % len(r.pool)
-            r.refill(j)
+            r.refill(j)  # flushes the L2 before the first call
             k = max(1, min(int(h.get("k", 1)), 64))
             model = bool(h.get("model", True))
-            out = None
             _armed(sock, h["call"])
             t0 = _perf_ns()
             for i in range(k):
-                if r.flush_buf is not None:
+                if i and r.flush_buf is not None:
                     _zero(r.flush_buf)
                 if model:
-                    out = r.call(r.live, "timing", (recorder.BURST, h["call"] * k + i), sync=False)
+                    r.call(r.live, "timing", (recorder.BURST, h["call"] * k + i), sync=False)
             r.sync()
-            out = None
-            wire.send(sock, {"type": "done", "call": h["call"], "self_ms": (_perf_ns() - t0) / 1e6})
+            _done(sock, h["call"], t0)
         elif t == "fetch":
             j = h["set"] % len(r.pool)
             evid = r.inspect_output(r.last_out, r.live, r.pool[j], "timing") if r.role == "candidate" else []
