@@ -21,7 +21,7 @@ import sys
 import traceback
 
 TASKS_DIR = os.path.dirname(os.path.abspath(__file__))
-KINDS = ("triton", "torch", "wrong")
+KINDS = ("triton", "torch", "lazy", "wrong")
 ATOL = RTOL = 1e-2
 
 
@@ -106,9 +106,9 @@ def check(task_id, kind, device, trials):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("tasks", nargs="*", help="task ids like level1/relu (default: all)")
-    parser.add_argument("--size", choices=("full", "small"), default=os.environ.get("KGYM_TASK_SIZE", "small"))
+    parser.add_argument("--size", choices=("full", "medium", "small"), default=os.environ.get("KGYM_TASK_SIZE", "small"))
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated subset of triton,torch,wrong")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="comma-separated subset of triton,torch,lazy,wrong")
     parser.add_argument("--trials", type=int, default=2)
     args = parser.parse_args(argv)
     os.environ["KGYM_TASK_SIZE"] = args.size  # read by the task modules at import

@@ -4,7 +4,7 @@ Inputs are created on torch's "meta" device (shapes only, no memory), so the ful
 described on a small machine. "Bytes moved" is the roofline floor's traffic: every input and
 parameter read once plus every output written once (intermediates not counted).
 
-    python3 tasks/describe.py [--size full|small] [--markdown]
+    python3 tasks/describe.py [--size full|medium|small] [--markdown]
 """
 import argparse
 import contextlib
@@ -102,7 +102,7 @@ def _fmt_bytes(n):
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", choices=("full", "small"), default="full")
+    parser.add_argument("--size", choices=("full", "medium", "small"), default="full")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table instead of JSON lines")
     args = parser.parse_args(argv)
     rows = [describe_task(task_id, path, args.size) for task_id, path in all_tasks()]

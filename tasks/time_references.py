@@ -38,7 +38,7 @@ def time_calls(torch, fn, warmup, trials):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("tasks", nargs="*")
-    parser.add_argument("--size", choices=("full", "small"), default="full")
+    parser.add_argument("--size", choices=("full", "medium", "small"), default="full")
     parser.add_argument("--solution", default="", help="also time tasks/solutions/.../<name>_<kind>.py")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--trials", type=int, default=10)

@@ -5,9 +5,9 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-BATCH, M, K, N = (4, 48, 40, 56) if SIZE == "small" else (64, 1024, 1024, 1024)
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
+BATCH, M, K, N = {"small": (4, 48, 40, 56), "medium": (4, 1024, 1024, 1024), "full": (64, 1024, 1024, 1024)}[SIZE]
 
 
 class Model(nn.Module):

@@ -5,9 +5,9 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-ROWS, COLS = (256, 4096) if SIZE == "small" else (163840, 4096)
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
+ROWS, COLS = {"small": (256, 4096), "medium": (10240, 4096), "full": (163840, 4096)}[SIZE]
 
 
 class Model(nn.Module):

@@ -5,9 +5,9 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-ROWS, COLS = (1024, 512) if SIZE == "small" else (786432, 2048)
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
+ROWS, COLS = {"small": (1024, 512), "medium": (49152, 2048), "full": (786432, 2048)}[SIZE]
 DIM = -1
 
 

@@ -5,9 +5,9 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-ROWS, COLS = (256, 1024) if SIZE == "small" else (10240, 65536)
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
+ROWS, COLS = {"small": (256, 1024), "medium": (640, 65536), "full": (10240, 65536)}[SIZE]
 
 
 class Model(nn.Module):

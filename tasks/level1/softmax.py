@@ -7,9 +7,9 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-ROWS, COLS = (512, 1024) if SIZE == "small" else (655360, 1024)
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
+ROWS, COLS = {"small": (512, 1024), "medium": (40960, 1024), "full": (655360, 1024)}[SIZE]
 LOGIT_SCALE = 3.0
 
 

@@ -5,9 +5,9 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-BATCH, REDUCE, COLS = (8, 256, 128) if SIZE == "small" else (128, 4096, 3072)
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
+BATCH, REDUCE, COLS = {"small": (8, 256, 128), "medium": (8, 4096, 3072), "full": (128, 4096, 3072)}[SIZE]
 DIM = 1
 
 

@@ -5,9 +5,9 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-ROWS, HIDDEN = (256, 1024) if SIZE == "small" else (65536, 4096)
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
+ROWS, HIDDEN = {"small": (256, 1024), "medium": (4096, 4096), "full": (65536, 4096)}[SIZE]
 EPS = 1e-5
 
 

@@ -7,10 +7,12 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
 if SIZE == "small":
     BATCH_HEADS, SEQ, HEAD_DIM = 4, 64, 16
+elif SIZE == "medium":
+    BATCH_HEADS, SEQ, HEAD_DIM = 16, 1024, 64
 else:
     BATCH_HEADS, SEQ, HEAD_DIM = 256, 1024, 64
 

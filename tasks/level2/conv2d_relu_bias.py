@@ -5,10 +5,12 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
 if SIZE == "small":
     BATCH, C_IN, C_OUT, HEIGHT, WIDTH = 2, 4, 8, 12, 10
+elif SIZE == "medium":
+    BATCH, C_IN, C_OUT, HEIGHT, WIDTH = 2, 64, 128, 128, 128
 else:
     BATCH, C_IN, C_OUT, HEIGHT, WIDTH = 32, 64, 128, 128, 128
 KERNEL_SIZE = 3

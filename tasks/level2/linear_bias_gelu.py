@@ -5,9 +5,13 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-BATCH, IN_FEATURES, OUT_FEATURES = (64, 96, 80) if SIZE == "small" else (4096, 4096, 4096)
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
+BATCH, IN_FEATURES, OUT_FEATURES = {
+    "small": (64, 96, 80),
+    "medium": (1024, 4096, 4096),
+    "full": (4096, 4096, 4096),
+}[SIZE]
 
 
 class Model(nn.Module):

@@ -5,10 +5,12 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
 if SIZE == "small":
     BATCH, IN_FEATURES, HIDDEN, OUT_FEATURES = 32, 64, 128, 48
+elif SIZE == "medium":
+    BATCH, IN_FEATURES, HIDDEN, OUT_FEATURES = 1024, 1024, 4096, 1024
 else:
     BATCH, IN_FEATURES, HIDDEN, OUT_FEATURES = 4096, 1024, 4096, 1024
 

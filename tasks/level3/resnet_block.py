@@ -5,9 +5,13 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-BATCH, CHANNELS, HEIGHT, WIDTH = (2, 8, 12, 10) if SIZE == "small" else (32, 64, 128, 128)
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
+BATCH, CHANNELS, HEIGHT, WIDTH = {
+    "small": (2, 8, 12, 10),
+    "medium": (2, 64, 128, 128),
+    "full": (32, 64, 128, 128),
+}[SIZE]
 
 
 class Model(nn.Module):

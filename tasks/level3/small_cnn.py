@@ -7,9 +7,9 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
-BATCH, HEIGHT, WIDTH = (2, 16, 16) if SIZE == "small" else (256, 128, 128)
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
+BATCH, HEIGHT, WIDTH = {"small": (2, 16, 16), "medium": (16, 128, 128), "full": (256, 128, 128)}[SIZE]
 CHANNELS = (3, 32, 64, 128)
 NUM_CLASSES = 10
 

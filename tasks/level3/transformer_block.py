@@ -7,10 +7,12 @@ import torch
 import torch.nn as nn
 
 SIZE = os.environ.get("KGYM_TASK_SIZE", "full")
-if SIZE not in ("full", "small"):
-    raise ValueError(f"KGYM_TASK_SIZE must be 'full' or 'small', got {SIZE!r}")
+if SIZE not in ("full", "medium", "small"):
+    raise ValueError(f"KGYM_TASK_SIZE must be 'full', 'medium' or 'small', got {SIZE!r}")
 if SIZE == "small":
     BATCH, SEQ, DIM, HEADS = 2, 16, 64, 4
+elif SIZE == "medium":
+    BATCH, SEQ, DIM, HEADS = 1, 1024, 1024, 16
 else:
     BATCH, SEQ, DIM, HEADS = 4, 1024, 1024, 16
 MLP_RATIO = 4

@@ -1,7 +1,7 @@
 """Runs every Triton solution of the task suite under Triton's CPU interpreter (TRITON_INTERPRET=1).
 
-Each tasks/solutions/levelN/<name>_triton.py must match its reference at the small size and each
-<name>_wrong.py must not. Triton is looked up on the normal import path and, if set, in
+Each tasks/solutions/levelN/<name>_triton.py (and _lazy.py, where one exists) must match its reference at the
+small size and each <name>_wrong.py must not. Triton is looked up on the normal import path and, if set, in
 $KGYM_TRITON_PATH (a pip --target directory); without it the module is skipped. The check runs in
 a subprocess so the interpreter setting never leaks into other tests.
 """
@@ -42,7 +42,8 @@ def _cases():
         import check_solutions
     finally:
         sys.path.pop(0)
-    return [(t, k) for t in check_solutions.task_paths() for k in ("triton", "wrong")]
+    return [(t, k) for t in check_solutions.task_paths() for k in ("triton", "lazy", "wrong")
+            if os.path.exists(check_solutions.solution_path(t, k))]
 
 
 CASES = _cases()
@@ -50,7 +51,7 @@ CASES = _cases()
 
 @pytest.fixture(scope="module")
 def verdicts():
-    proc = subprocess.run([PYTHON, CHECKER, "--size", "small", "--device", "cpu", "--kinds", "triton,wrong",
+    proc = subprocess.run([PYTHON, CHECKER, "--size", "small", "--device", "cpu", "--kinds", "triton,lazy,wrong",
                            "--trials", "2"], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, timeout=600)
     results = {}
@@ -65,7 +66,7 @@ def verdicts():
 def test_solution_verdict_under_interpreter(verdicts, task_id, kind):
     record = verdicts.get((task_id, kind))
     assert record is not None, f"{task_id} {kind}: no verdict"
-    if kind == "triton":
+    if kind in ("triton", "lazy"):
         assert record["verdict"] == "correct", record
     else:
         # Wrong values, not a crash: a wrong solution must run and compute something else.
