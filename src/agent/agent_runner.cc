@@ -1,6 +1,7 @@
 #include "agent/agent_runner.h"
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -83,6 +84,12 @@ Status RunAgent(const std::vector<Task>& tasks, const AgentRunOptions& opt, Turn
   };
   std::vector<std::thread> threads;
   int n_threads = std::max(1, std::min<int>(opt.concurrency, static_cast<int>(jobs.size())));
+  std::unique_ptr<TurnPhaseGate> gate;
+  if (opt.lockstep && !jobs.empty()) {
+    n_threads = static_cast<int>(jobs.size());
+    gate = std::make_unique<TurnPhaseGate>(n_threads);
+    deps.gate = gate.get();
+  }
   for (int i = 0; i < n_threads; ++i) threads.emplace_back(worker);
   for (auto& th : threads) th.join();
   bar.Stop();

@@ -2,7 +2,8 @@
 // `concurrency` trajectories in flight; LLM calls and evaluations of different trajectories overlap, bounded
 // by `llm_concurrency` and `eval_concurrency`. Each trajectory's record is appended to the run directory the
 // moment it ends, so an interrupted run resumes where it stopped (finished trajectories are never redone;
-// records with an llm_error/eval_error status are redone when `retry_failed`).
+// records with an llm_error/eval_error status are redone when `retry_failed`). With `lockstep`, every trajectory
+// to run gets its own thread (concurrency is ignored) and they alternate generation and evaluation together.
 #pragma once
 
 #include <memory>
@@ -28,6 +29,7 @@ struct AgentRunOptions {
   int limit_trajectories = 0;  // stop after starting this many (0 = all); for smoke runs and tests
   bool retry_failed = false;
   bool progress = true;
+  bool lockstep = false;       // every trajectory at once, generation and evaluation phases in lockstep (phase_gate.h)
   TurnLoopConfig loop;
   nlohmann::json config_extra = nlohmann::json::object();  // recorded in config.json
 };

@@ -24,11 +24,27 @@ nlohmann::json ChatClient::RequestBody(const std::vector<ChatMessage>& messages,
   if (!p.stop.empty()) body["stop"] = p.stop;
   if (p.n != 1) body["n"] = p.n;
   if (p.logprobs) body["logprobs"] = true;
+  if (p.return_token_ids) body["return_token_ids"] = true;
   if (p.seed >= 0) body["seed"] = p.seed;
   if (p.extra.is_object())
     for (auto it = p.extra.begin(); it != p.extra.end(); ++it) body[it.key()] = it.value();
   return body;
 }
+
+namespace {
+// A JSON list of non-negative integers (null counts as absent: the list stays empty).
+bool TokenIds(const nlohmann::json& j, std::vector<int64_t>* out) {
+  out->clear();
+  if (j.is_null()) return true;
+  if (!j.is_array()) return false;
+  out->reserve(j.size());
+  for (const auto& t : j) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0) return false;
+    out->push_back(t.get<int64_t>());
+  }
+  return true;
+}
+}  // namespace
 
 Status ParseChatResponse(const std::string& body, ChatResponse* out) {
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
@@ -36,6 +52,8 @@ Status ParseChatResponse(const std::string& body, ChatResponse* out) {
   if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty())
     return Status::InvalidArgument("reply has no choices");
   out->choices.clear();
+  out->prompt_token_ids.clear();
+  out->policy_version = -1;
   for (const auto& c : j["choices"]) {
     ChatChoice choice;
     if (c.contains("message") && c["message"].is_object()) {
@@ -52,9 +70,15 @@ Status ParseChatResponse(const std::string& body, ChatResponse* out) {
     }
     if (c.contains("finish_reason") && c["finish_reason"].is_string()) choice.finish_reason = c["finish_reason"];
     if (c.contains("logprobs")) choice.logprobs = c["logprobs"];
+    if (c.contains("token_ids") && !TokenIds(c["token_ids"], &choice.token_ids))
+      return Status::InvalidArgument("reply choice token_ids is not a list of token ids");
     out->choices.push_back(std::move(choice));
   }
   out->usage = j.contains("usage") ? j["usage"] : nlohmann::json();
+  if (j.contains("prompt_token_ids") && !TokenIds(j["prompt_token_ids"], &out->prompt_token_ids))
+    return Status::InvalidArgument("reply prompt_token_ids is not a list of token ids");
+  if (j.contains("policy_version") && j["policy_version"].is_number_integer())
+    out->policy_version = j["policy_version"].get<int64_t>();
   out->id = j.contains("id") && j["id"].is_string() ? j["id"].get<std::string>() : "";
   return Status::Ok();
 }

@@ -7,6 +7,7 @@
 // bounds concurrency (the agent runs at most --llm-concurrency calls at once).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ struct SamplingParams {
   std::vector<std::string> stop;
   int n = 1;
   bool logprobs = false;
+  bool return_token_ids = false; // ask for prompt_token_ids / choices[].token_ids (vLLM >= 0.10.2, kgym's learner)
   int seed = -1;                 // < 0 = not sent
   nlohmann::json extra = nlohmann::json::object();  // merged into the request body (e.g. top_k)
 };
@@ -48,6 +50,7 @@ struct ChatChoice {
   std::string finish_reason;      // stop | length | ...
   nlohmann::json logprobs;        // as returned (null when absent)
   nlohmann::json tool_calls;      // message.tool_calls as returned by servers with a tool parser (null when absent)
+  std::vector<int64_t> token_ids; // the sampled ids, when the request set return_token_ids (vLLM's extension)
 };
 
 struct ChatResponse {
@@ -57,6 +60,8 @@ struct ChatResponse {
   int attempts = 0;               // HTTP attempts made, including the successful one
   std::vector<std::string> retry_errors;  // why each failed attempt was retried
   double latency_s = 0;           // wall time of the whole call including retries
+  std::vector<int64_t> prompt_token_ids;  // the prompt as the engine tokenized it (return_token_ids)
+  int64_t policy_version = -1;    // kgym's learner: the weights' version that sampled the reply (-1 absent)
 };
 
 class ChatClient {

@@ -135,3 +135,28 @@ TEST(ChatClientTest, ParseKeepsStructuredToolCalls) {
 
 }  // namespace
 }  // namespace kgym::agent
+
+namespace kgym::agent {
+namespace {
+
+TEST(ChatClientTest, ParsesTokenIdsAndPolicyVersion) {
+  ChatResponse r;
+  ASSERT_TRUE(ParseChatResponse(R"({"choices": [{"message": {"content": "x"}, "token_ids": [5, 7, 2]}],
+                                   "prompt_token_ids": [1, 2], "policy_version": 4})", &r).ok());
+  EXPECT_EQ(r.choices[0].token_ids, (std::vector<int64_t>{5, 7, 2}));
+  EXPECT_EQ(r.prompt_token_ids, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(r.policy_version, 4);
+  ASSERT_TRUE(ParseChatResponse(R"({"choices": [{"message": {"content": "x"}, "token_ids": null}]})", &r).ok());
+  EXPECT_TRUE(r.choices[0].token_ids.empty());
+  EXPECT_EQ(r.policy_version, -1);
+  EXPECT_FALSE(ParseChatResponse(R"({"choices": [{"message": {"content": "x"}, "token_ids": [1, "a"]}]})", &r).ok());
+  EXPECT_FALSE(ParseChatResponse(R"({"choices": [{"message": {"content": "x"}}], "prompt_token_ids": [-1]})", &r).ok());
+  ChatClient c({"http://x/v1", "m"});
+  SamplingParams p;
+  EXPECT_FALSE(c.RequestBody({{"user", "hi"}}, p).contains("return_token_ids"));
+  p.return_token_ids = true;
+  EXPECT_EQ(c.RequestBody({{"user", "hi"}}, p)["return_token_ids"], true);
+}
+
+}  // namespace
+}  // namespace kgym::agent

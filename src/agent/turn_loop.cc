@@ -183,6 +183,7 @@ nlohmann::json RunTrajectory(const Task& task, int sample, const TurnLoopConfig&
       turn["context_messages"] = context.size();
 
       // 1. Generate.
+      if (deps.gate) deps.gate->Generate();
       SamplingParams sp = cfg.sampling;
       if (cfg.seed >= 0) sp.seed = cfg.seed + 1000 * sample + turn_no;
       ChatResponse resp;
@@ -208,6 +209,11 @@ nlohmann::json RunTrajectory(const Task& task, int sample, const TurnLoopConfig&
       turn["finish_reason"] = choice.finish_reason;
       turn["usage"] = resp.usage;
       if (!choice.logprobs.is_null()) turn["logprobs"] = choice.logprobs;
+      if (!choice.token_ids.empty()) {
+        turn["token_ids"] = choice.token_ids;
+        turn["prompt_token_ids"] = resp.prompt_token_ids;
+      }
+      if (resp.policy_version >= 0) turn["policy_version"] = resp.policy_version;
 
       // 2. Extract and evaluate.
       ExtractedCode ex = ExtractKernelCode(choice.content);
@@ -215,6 +221,7 @@ nlohmann::json RunTrajectory(const Task& task, int sample, const TurnLoopConfig&
       turn["extraction"] = ex.method;
       std::string why;
       nlohmann::json result;
+      if (deps.gate) deps.gate->Evaluate();
       const auto t_eval = Clock::now();
       if (!Preflight(task.reference_code, ex.code, task.entry_point, &why)) {
         result = PreflightFailure(EvalTaskId(cfg.run_id, task.id, sample, turn_no, ex.code), why);
@@ -270,6 +277,7 @@ nlohmann::json RunTrajectory(const Task& task, int sample, const TurnLoopConfig&
       if (deps.counters) ++deps.counters->turns_done;
     }
   }
+  if (deps.gate) deps.gate->Leave();
   rec["status"] = status;
   rec["turns"] = turns;
   rec["messages"] = messages;

@@ -18,6 +18,7 @@
 #include "agent/chat_client.h"
 #include "agent/eval_backend.h"
 #include "agent/feedback.h"
+#include "agent/phase_gate.h"
 #include "agent/prompt.h"
 #include "agent/task.h"
 #include "core/evaluation.h"
@@ -59,6 +60,7 @@ struct TurnLoopDeps {
   std::counting_semaphore<>* llm_slots = nullptr;   // optional concurrency bounds
   std::counting_semaphore<>* eval_slots = nullptr;
   LoopCounters* counters = nullptr;
+  TurnPhaseGate* gate = nullptr;  // optional lockstep with the other trajectories (RunTrajectory leaves it at the end)
 };
 
 // Total number of turns a trajectory generates under `cfg`.

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <mutex>
+#include <thread>
 
 #include "agent/fake_llm_test_util.h"
 
@@ -191,6 +193,81 @@ TEST(TurnLoopTest, EvalTaskIdIsBoundedAndCodeSpecific) {
   EXPECT_LE(a.size(), 100u);
   EXPECT_NE(a, b);
   EXPECT_EQ(EvalTaskId("r", "level1/x y", 0, 1, "c").find('/'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kgym::agent
+
+namespace kgym::agent {
+namespace {
+
+// Records, in order, every LLM call and evaluation of several trajectories.
+class EventLog {
+ public:
+  void Add(const std::string& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(e);
+  }
+  std::vector<std::string> events() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> events_;
+};
+
+class LoggingGym : public EvalBackend {
+ public:
+  explicit LoggingGym(EventLog* log) : log_(log) {}
+  Status Evaluate(const EvalRequest& req, nlohmann::json* out) override {
+    log_->Add("eval");
+    std::this_thread::sleep_for(std::chrono::milliseconds(req.task_id.find("-s0-") != std::string::npos ? 30 : 1));
+    *out = {{"task_id", req.task_id}, {"status", "completed"}, {"compiled", true}, {"correctness", true},
+            {"decoy_kernel", false}, {"speedup", 1.0}};
+    return Status::Ok();
+  }
+  std::string Describe() const override { return "logging gym"; }
+
+ private:
+  EventLog* log_;
+};
+
+TEST(TurnLoopTest, LockstepSeparatesGenerationFromEvaluation) {
+  EventLog log;
+  // Sample 0's LLM calls are slow and its evaluations too: without the gate the phases would interleave.
+  ScriptedLlmServer srv([&](int, const nlohmann::json& req) {
+    log.Add("llm");
+    const bool slow = req["seed"].get<int>() / 1000 == 0;
+    return ScriptedReply{200, ChatBody(Kernel("FAST")), slow ? 0.05 : 0.0};
+  });
+  ChatClientOptions o;
+  o.base_url = srv.base_url();
+  o.model = "m";
+  ChatClient llm(o);
+  LoggingGym gym(&log);
+  PromptTemplates templates;
+  ASSERT_TRUE(PromptTemplates::Load("", &templates).ok());
+  Task task;
+  task.id = "t";
+  task.reference_code = "class Model: pass\n";
+  TurnPhaseGate gate(3);
+  TurnLoopDeps deps;
+  deps.llm = &llm;
+  deps.eval = &gym;
+  deps.reward = TestReward;
+  deps.templates = &templates;
+  deps.gate = &gate;
+  TurnLoopConfig cfg;
+  cfg.turns = 2;
+  cfg.seed = 0;
+  std::vector<std::thread> ts;
+  for (int s = 0; s < 3; ++s) ts.emplace_back([&, s] { EXPECT_EQ(RunTrajectory(task, s, cfg, deps)["status"], "done"); });
+  for (auto& t : ts) t.join();
+  const std::vector<std::string> want = {"llm", "llm", "llm", "eval", "eval", "eval",
+                                         "llm", "llm", "llm", "eval", "eval", "eval"};
+  EXPECT_EQ(log.events(), want);
 }
 
 }  // namespace

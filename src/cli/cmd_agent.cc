@@ -28,6 +28,7 @@ struct AgentArgs {
   std::vector<std::string> stop;
   bool logprobs = false, compat = false, unsafe_no_sandbox = false, no_dataset_prompt = false;
   bool retry_failed = false, no_progress = false, print_prompt = false, reward_coverage = false;
+  bool lockstep = false, token_ids = false;
 };
 
 int RunAgentCommand(const AgentArgs& a) {
@@ -106,6 +107,7 @@ int RunAgentCommand(const AgentArgs& a) {
   loop.sampling.max_tokens = a.max_tokens;
   loop.sampling.stop = a.stop;
   loop.sampling.logprobs = a.logprobs;
+  loop.sampling.return_token_ids = a.token_ids;
   loop.eval.device = a.device;
   loop.eval.num_correct_trials = a.num_correct_trials;
   loop.eval.num_perf_trials = a.num_perf_trials;
@@ -160,6 +162,7 @@ int RunAgentCommand(const AgentArgs& a) {
   opt.limit_trajectories = a.limit;
   opt.retry_failed = a.retry_failed;
   opt.progress = !a.no_progress;
+  opt.lockstep = a.lockstep;
   opt.loop = loop;
   opt.config_extra = {{"tasks", a.tasks},           {"base_url", a.base_url},   {"server", a.server},
                       {"reward", a.reward}, {"reward_coverage", a.reward_coverage},         {"device", a.device},       {"size", a.size},
@@ -199,6 +202,10 @@ KGYM_REGISTER_COMMAND(
       sub->add_option("--max-tokens", a->max_tokens, "per-turn generation budget (0 = not sent)")->capture_default_str();
       sub->add_option("--stop", a->stop, "stop strings");
       sub->add_flag("--logprobs", a->logprobs, "request and record token log-probs");
+      sub->add_flag("--token-ids", a->token_ids, "request and record the prompt's and the reply's token ids "
+                    "(return_token_ids: vLLM >= 0.10.2, kgym's learner)");
+      sub->add_flag("--lockstep", a->lockstep, "all trajectories at once, generating a turn for every one, then "
+                    "evaluating them all (an engine and kernel timing that share one GPU)");
       sub->add_option("--seed", a->seed, "base sampling seed (per request: seed + 1000*sample + turn)");
       sub->add_option("--timeout", a->timeout, "per LLM request timeout, seconds")->capture_default_str();
       sub->add_option("--retries", a->retries, "retries on 429/5xx/timeouts (LLM and server)")->capture_default_str();
