@@ -14,6 +14,8 @@ APT_PACKAGES=(
   # torch's C++ headers (python3-torch ships only links to them): CUDA-backend candidates build C++
   # extensions with torch.utils.cpp_extension (g++ and ninja from the lines above).
   libtorch-dev
+  # kgym sft / kgym train: YAML configuration (C++) and the same files read from Python.
+  libyaml-cpp-dev python3-yaml
 )
 if [ "${KGYM_SKIP_APT:-0}" != 1 ]; then
   missing=()
@@ -34,6 +36,15 @@ PY="${KGYM_PYTHON:-/usr/bin/python3}"
 if [ "${KGYM_SKIP_PIP:-0}" != 1 ] && [ ! -d "$BUILD_DIR/triton-pkgs/triton" ]; then
   "$PY" -m pip install -q --break-system-packages --no-deps --target "$BUILD_DIR/triton-pkgs" triton==3.0.0 \
     || echo "setup: triton 3.0.0 not installed; the Triton-interpreter tests will skip"
+fi
+# The learner (python/kgym_train) on CI's Python: tokenizers (byte-level BPE), safetensors (checkpoints) and
+# pyarrow (parquet SFT data; 17.0 is the newest that works with Debian's numpy 1.24), in a private folder that
+# kgym puts on the learner's PYTHONPATH. transformers is not installed: its Qwen3 needs torch >= 2 (Debian has
+# 1.13), so CI's learner runs the pure-torch tiny model; the GPU machine has transformers.
+if [ "${KGYM_SKIP_PIP:-0}" != 1 ] && [ ! -d "$BUILD_DIR/train-pkgs/tokenizers" ]; then
+  "$PY" -m pip install -q --break-system-packages --no-deps --target "$BUILD_DIR/train-pkgs" \
+    tokenizers==0.21.4 safetensors==0.8.0 pyarrow==17.0.0 \
+    || echo "setup: learner packages not installed; the training tests will skip"
 fi
 # Benchmark-only reference (bench/bm25 compares against it); tests never need it. Opt in with KGYM_BENCH_DEPS=1.
 if [ "${KGYM_BENCH_DEPS:-0}" = 1 ] && ! "$PY" -c "import rank_bm25" 2>/dev/null; then

@@ -1,16 +1,20 @@
 // `kgym data convert INPUT --out FILE.jsonl`: datasets (KernelBench folders, tasks/, JSONL, Dr.Kernel
 // parquet) into kgym task JSONL, the format `kgym agent --tasks` reads fastest.
+// `kgym data sft --tasks DIR --solutions DIR --out FILE.jsonl`: SFT conversations from tasks and their solutions
+// (src/train/sft_data.h), what `kgym sft` trains on.
 #include <cstdio>
 #include <memory>
 
 #include "agent/dataset_convert.h"
 #include "cli/command_registry.h"
+#include "train/sft_data.h"
 
 namespace {
 
 struct DataArgs {
   std::string input, output;
   kgym::agent::ConvertOptions opt;
+  kgym::train::SftDataOptions sft;
 };
 
 kgym::cli::CommandRunner SetupData(CLI::App* sub) {
@@ -21,7 +25,26 @@ kgym::cli::CommandRunner SetupData(CLI::App* sub) {
   convert->add_option("--out", a->output, "output .jsonl")->required();
   convert->add_option("--python", a->opt.python, "interpreter with pyarrow (parquet only)")->capture_default_str();
   convert->add_option("--level", a->opt.level, "set the level of every task");
-  return [a, convert] {
+  CLI::App* sft = sub->add_subcommand("sft", "SFT conversations (drkernel-coldstart schema) from tasks and solutions");
+  sft->add_option("--tasks", a->sft.tasks, "tasks folder")->required();
+  sft->add_option("--solutions", a->sft.solutions, "folder of <task_id>_<kind>.py solutions")->required();
+  sft->add_option("--kinds", a->sft.kinds, "solution kinds, one conversation each (e.g. triton lazy)")
+      ->delimiter(',')->capture_default_str();
+  sft->add_option("--only", a->sft.only, "task ids or substrings to keep")->delimiter(',');
+  sft->add_option("--repeat", a->sft.repeat, "write each conversation this many times")->capture_default_str();
+  sft->add_option("--templates", a->sft.templates, "prompt template folder (default: built-in)");
+  sft->add_option("--out", a->output, "output .jsonl")->required();
+  return [a, convert, sft] {
+    if (sft->parsed()) {
+      int n = 0, tasks = 0;
+      kgym::Status s = kgym::train::WriteSftData(a->sft, a->output, &n, &tasks);
+      if (!s.ok()) {
+        std::fprintf(stderr, "kgym data sft: %s\n", s.ToString().c_str());
+        return 2;
+      }
+      std::fprintf(stderr, "kgym data sft: %d conversations over %d tasks -> %s\n", n, tasks, a->output.c_str());
+      return 0;
+    }
     if (!convert->parsed()) return 2;
     int n = 0;
     kgym::Status s = kgym::agent::ConvertDataset(a->input, a->output, a->opt, &n);
@@ -34,6 +57,6 @@ kgym::cli::CommandRunner SetupData(CLI::App* sub) {
   };
 }
 
-KGYM_REGISTER_COMMAND("data", "dataset tools (convert)", SetupData);
+KGYM_REGISTER_COMMAND("data", "dataset tools (convert, sft)", SetupData);
 
 }  // namespace

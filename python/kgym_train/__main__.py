@@ -1,0 +1,71 @@
+"""python -m kgym_train: the learner's entry points (kgym sft / kgym train start them; see README "Training").
+
+  serve     --config RESOLVED.json [--model DIR] [--resume CKPT] [--train] [--host H] [--port P] [--name NAME]
+            the learner's HTTP server (server.py); prints "KGYM_LEARNER_READY port=N" once it listens
+  sft       --config RESOLVED.json          the SFT cold start (sft.py)
+  tokenizer --corpus PATH... --vocab-size N --out DIR    trains a byte-level BPE on text files (tokenizer.py)
+"""
+import argparse
+import json
+import os
+import sys
+
+
+def _config(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m kgym_train")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve")
+    s.add_argument("--config", required=True)
+    s.add_argument("--model", default=None, help="checkpoint folder to serve (default: the config's model)")
+    s.add_argument("--resume", default=None, help="a training checkpoint: weights, optimizer and RNG")
+    s.add_argument("--train", action="store_true", help="accept train steps (builds the optimizer)")
+    s.add_argument("--host", default=None)
+    s.add_argument("--port", type=int, default=None)
+    s.add_argument("--name", default="kgym-policy")
+    s.add_argument("--out-dir", default=None, help="TensorBoard log folder for /kgym/metrics")
+    s.add_argument("--max-batch", type=int, default=256)
+    s.add_argument("--batch-wait", type=float, default=0.05)
+    f = sub.add_parser("sft")
+    f.add_argument("--config", required=True)
+    t = sub.add_parser("tokenizer")
+    t.add_argument("--corpus", nargs="+", required=True)
+    t.add_argument("--vocab-size", type=int, default=4096)
+    t.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+
+    if a.cmd == "tokenizer":
+        from .tokenizer import train_tokenizer
+        tok = train_tokenizer(a.corpus, a.vocab_size, a.out)
+        print(f"tokenizer: {len(tok)} ids -> {a.out}")
+        return 0
+    cfg = _config(a.config)
+    if a.cmd == "sft":
+        from .sft import run_sft
+        run_sft(cfg)
+        return 0
+    from .learner import Learner
+    from .server import LearnerServer
+    model = os.path.join(a.resume, "model") if a.resume else a.model
+    train = a.train or bool(a.resume)
+    learner = Learner(cfg, model_path=model, train=train)
+    if train:
+        learner.ensure_optimizer()
+    if a.resume:
+        learner.resume(a.resume)
+    lcfg = cfg.get("learner", {})
+    server = LearnerServer(learner, a.name, a.host or lcfg.get("host", "127.0.0.1"),
+                           a.port if a.port is not None else int(lcfg.get("port", 0)), a.out_dir, a.max_batch,
+                           a.batch_wait)
+    print(f"kgym_train serve: {learner.policy.arch} with {learner.policy.num_parameters()} parameters on "
+          f"{learner.device}, policy version {learner.version}", file=sys.stderr, flush=True)
+    server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

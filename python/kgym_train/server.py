@@ -1,0 +1,297 @@
+"""The learner's HTTP server (protocol.py): an OpenAI-compatible endpoint that samples from the live weights, and
+the endpoints kgym's trainer drives the learner with.
+
+Chat requests are batched: a generation thread takes the first waiting request, gathers more for up to
+`batch_wait_s` (or until `max_batch`), and samples them together, grouped by sampling parameters (temperature,
+top_p, top_k). A request's `seed` seeds the batch it lands in (per-request seeds are not separable in one
+batch). Every GPU operation (a generation batch, log-probs, a train step, a save, a weight load) holds the
+learner's lock, so they never interleave. Stop strings are refused (generation ends at the chat template's
+end-of-turn token); prompts longer than the context are refused with HTTP 400.
+"""
+import json
+import queue
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from . import protocol as P
+from .metrics import MetricsLog
+
+
+class BadRequest(Exception):
+    pass
+
+
+def _field(body, name, kind, default=None):
+    v = body.get(name, default)
+    if v is None:
+        return default
+    if kind is float and isinstance(v, int) and not isinstance(v, bool):
+        v = float(v)
+    if not isinstance(v, kind) or (isinstance(v, bool) and kind is not bool):
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise BadRequest(f"'{name}' must be {names}")
+    return v
+
+
+class _Pending:
+    def __init__(self, prompt, params):
+        self.prompt = prompt
+        self.params = params
+        self.done = threading.Event()
+        self.result = None
+        self.error = None
+
+
+class GenerationBatcher:
+    def __init__(self, learner, max_batch=256, batch_wait_s=0.05):
+        self.learner = learner
+        self.max_batch = max_batch
+        self.wait = batch_wait_s
+        self.q = queue.Queue()
+        self.stats = {"batches": 0, "sequences": 0, "tokens": 0, "seconds": 0.0}
+        threading.Thread(target=self._loop, daemon=True, name="kgym-generate").start()
+
+    def submit(self, prompt, params):
+        p = _Pending(prompt, params)
+        self.q.put(p)
+        p.done.wait()
+        if p.error is not None:
+            raise p.error
+        return p.result
+
+    def _loop(self):
+        while True:
+            batch = [self.q.get()]
+            deadline = time.time() + self.wait
+            while len(batch) < self.max_batch:
+                try:
+                    batch.append(self.q.get(timeout=max(0.0, deadline - time.time())))
+                except queue.Empty:
+                    break
+            groups = {}
+            for p in batch:
+                key = (p.params["temperature"], p.params["top_p"], p.params["top_k"])
+                groups.setdefault(key, []).append(p)
+            for (temperature, top_p, top_k), group in groups.items():
+                self._run(group, temperature, top_p, top_k)
+
+    def _run(self, group, temperature, top_p, top_k):
+        try:
+            seeds = [p.params["seed"] for p in group if p.params["seed"] is not None]
+            t0 = time.time()
+            with self.learner.lock:
+                outs = self.learner.generate([p.prompt for p in group], max(p.params["max_tokens"] for p in group),
+                                             temperature, top_p, top_k, min(seeds) if seeds else None)
+                version = self.learner.version
+            dt = time.time() - t0
+            self.stats["batches"] += 1
+            self.stats["sequences"] += len(group)
+            self.stats["seconds"] += dt
+            for p, (ids, lps, reason) in zip(group, outs):
+                limit = p.params["max_tokens"]
+                if len(ids) > limit:
+                    ids, lps, reason = ids[:limit], lps[:limit], "length"
+                self.stats["tokens"] += len(ids)
+                p.result = (ids, lps, reason, version)
+        except Exception as e:  # every waiter learns of the failure
+            for p in group:
+                p.error = e
+        finally:
+            for p in group:
+                p.done.set()
+
+
+class LearnerServer:
+    def __init__(self, learner, model_name, host="127.0.0.1", port=0, out_dir=None, max_batch=256,
+                 batch_wait_s=0.05):
+        self.learner = learner
+        self.model_name = model_name
+        self.batcher = GenerationBatcher(learner, max_batch, batch_wait_s)
+        self.metrics = MetricsLog(out_dir, jsonl=False) if out_dir else None
+        self.counter = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                server._dispatch(self, "GET")
+
+            def do_POST(self):
+                server._dispatch(self, "POST")
+
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+
+    def serve_forever(self):
+        print(f"{P.READY_LINE} port={self.port}", flush=True)
+        self.httpd.serve_forever()
+
+    # ---- plumbing ---------------------------------------------------------------------------------------------------
+    def _reply(self, h, status, obj):
+        data = json.dumps(obj).encode()
+        h.send_response(status)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    def _dispatch(self, h, method):
+        routes = {("GET", P.PATH_HEALTH): self.health, ("GET", P.PATH_MODELS): self.models,
+                  ("POST", P.PATH_CHAT): self.chat, ("POST", P.PATH_LOGPROBS): self.logprobs,
+                  ("POST", P.PATH_TRAIN_STEP): self.train_step, ("POST", P.PATH_SAVE): self.save, ("POST", P.PATH_SAVE_WEIGHTS): self.save_weights,
+                  ("POST", P.PATH_METRICS): self.log_metrics, ("POST", P.PATH_UPDATE_WEIGHTS): self.update_weights,
+                  ("POST", P.PATH_SHUTDOWN): self.shutdown}
+        fn = routes.get((method, h.path.split("?")[0]))
+        if fn is None:
+            return self._reply(h, 404, {"error": {"message": f"no route {method} {h.path}", "type": "not_found"}})
+        try:
+            body = {}
+            if method == "POST":
+                n = int(h.headers.get("Content-Length") or 0)
+                body = json.loads(h.rfile.read(n) or b"{}")
+                if not isinstance(body, dict):
+                    raise BadRequest("the request body must be a JSON object")
+            self._reply(h, 200, fn(body))
+        except (BadRequest, ValueError, KeyError, TypeError) as e:
+            self._reply(h, 400, {"error": {"message": f"{type(e).__name__}: {e}", "type": "invalid_request_error"}})
+        except Exception as e:
+            traceback.print_exc()
+            self._reply(h, 500, {"error": {"message": f"{type(e).__name__}: {e}", "type": "server_error"}})
+
+    # ---- endpoints -------------------------------------------------------------------------------------------------
+    def health(self, _):
+        return {"status": "ok", P.FIELD_POLICY_VERSION: self.learner.version, "model": self.model_name,
+                "device": str(self.learner.device), "generation": dict(self.batcher.stats)}
+
+    def models(self, _):
+        return {"object": "list", "data": [{"id": self.model_name, "object": "model", "owned_by": "kgym"}]}
+
+    def chat(self, body):
+        messages = body.get("messages")
+        if _field(body, "stop", (list, str), None):
+            raise BadRequest("'stop' strings are not supported: generation ends at the end-of-turn token")
+        n = _field(body, "n", int, 1)
+        if n < 1 or n > 64:
+            raise BadRequest("'n' must be in 1..64")
+        prompt = self.learner.renderer.prompt_ids(messages)
+        room = self.learner.max_context() - len(prompt)
+        if room <= 0:
+            raise BadRequest(f"the prompt has {len(prompt)} tokens, the context holds {self.learner.max_context()}")
+        max_tokens = _field(body, "max_tokens", int, None) or _field(body, "max_completion_tokens", int, room)
+        if max_tokens < 1:
+            raise BadRequest("'max_tokens' must be >= 1")
+        params = {"temperature": _field(body, "temperature", float, 1.0), "top_p": _field(body, "top_p", float, 1.0),
+                  "top_k": _field(body, "top_k", int, -1), "seed": _field(body, "seed", int, None),
+                  "max_tokens": min(max_tokens, room)}
+        results = [None] * n
+        threads = [threading.Thread(target=lambda k=k: results.__setitem__(k, self.batcher.submit(prompt, params)))
+                   for k in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if any(r is None for r in results):
+            raise RuntimeError("generation failed")
+        want_ids = bool(body.get(P.FIELD_RETURN_TOKEN_IDS))
+        want_lp = bool(body.get("logprobs"))
+        choices, completion, version = [], 0, 0
+        for k, (ids, lps, reason, version) in enumerate(results):
+            text_ids = [t for t in ids if t not in self.learner.stop_ids]
+            choice = {"index": k, "finish_reason": reason,
+                      "message": {"role": "assistant", "content": self.learner.tokenizer.decode(text_ids)}}
+            if want_lp:
+                choice["logprobs"] = {"content": [self._logprob_entry(t, lp) for t, lp in zip(ids, lps)]}
+            if want_ids:
+                choice[P.FIELD_TOKEN_IDS] = ids
+            choices.append(choice)
+            completion += len(ids)
+        self.counter += 1
+        reply = {"id": f"chatcmpl-kgym-{self.counter}", "object": "chat.completion", "created": int(time.time()),
+                 "model": self.model_name, "choices": choices, P.FIELD_POLICY_VERSION: version,
+                 "usage": {"prompt_tokens": len(prompt), "completion_tokens": completion,
+                           "total_tokens": len(prompt) + completion}}
+        if want_ids:
+            reply[P.FIELD_PROMPT_TOKEN_IDS] = prompt
+        return reply
+
+    def _logprob_entry(self, tid, lp):
+        text = self.learner.tokenizer.decode([tid], skip_special_tokens=False)
+        return {"token": text, "logprob": lp, "bytes": list(text.encode("utf-8")), "top_logprobs": []}
+
+    def _rows(self, body, fields):
+        rows = body.get(P.FIELD_ROWS)
+        if not isinstance(rows, list):
+            raise BadRequest(f"'{P.FIELD_ROWS}' must be a list")
+        for i, r in enumerate(rows):
+            if not isinstance(r, dict):
+                raise BadRequest(f"rows[{i}] must be an object")
+            for f in fields:
+                if f not in r:
+                    raise BadRequest(f"rows[{i}] has no '{f}'")
+            if not r[P.FIELD_PROMPT_IDS] or not all(isinstance(t, int) for t in r[P.FIELD_PROMPT_IDS]):
+                raise BadRequest(f"rows[{i}].{P.FIELD_PROMPT_IDS} must be a non-empty list of token ids")
+            vocab = len(self.learner.tokenizer)
+            if any(t < 0 or t >= vocab for t in r[P.FIELD_PROMPT_IDS] + r[P.FIELD_RESPONSE_IDS]):
+                raise BadRequest(f"rows[{i}] holds a token id outside the vocabulary (0..{vocab - 1})")
+        return rows
+
+    def logprobs(self, body):
+        rows = self._rows(body, (P.FIELD_PROMPT_IDS, P.FIELD_RESPONSE_IDS))
+        t0 = time.time()
+        with self.learner.lock:
+            out, truncated = self.learner.logprobs(rows, bool(body.get(P.FIELD_WITH_ENTROPY)))
+            version = self.learner.version
+        return {P.FIELD_ROWS: out, P.FIELD_POLICY_VERSION: version, P.FIELD_TRUNCATED_ROWS: truncated,
+                "seconds": time.time() - t0}
+
+    def train_step(self, body):
+        rows = self._rows(body, (P.FIELD_PROMPT_IDS, P.FIELD_RESPONSE_IDS, P.FIELD_ADVANTAGE, P.FIELD_OLD_LOGPROBS,
+                                 P.FIELD_TOKEN_MASK))
+        with self.learner.lock:
+            metrics = self.learner.ppo_step(rows)
+            version = self.learner.version
+        return {P.FIELD_METRICS: metrics, P.FIELD_POLICY_VERSION: version}
+
+    def save(self, body):
+        path = _field(body, P.FIELD_DIR, str)
+        if not path:
+            raise BadRequest(f"'{P.FIELD_DIR}' is required")
+        with self.learner.lock:
+            self.learner.save(path, {"step": int(body.get(P.FIELD_STEP, 0))})
+        return {P.FIELD_DIR: path, P.FIELD_POLICY_VERSION: self.learner.version}
+
+    def save_weights(self, body):
+        path = _field(body, P.FIELD_DIR, str)
+        if not path:
+            raise BadRequest(f"'{P.FIELD_DIR}' is required")
+        with self.learner.lock:
+            self.learner.policy.save(path)
+            self.learner.tokenizer.save(path)
+        return {P.FIELD_DIR: path, P.FIELD_POLICY_VERSION: self.learner.version}
+
+    def log_metrics(self, body):
+        if self.metrics is not None:
+            self.metrics.scalars(int(body.get(P.FIELD_STEP, 0)), body.get(P.FIELD_METRICS) or {})
+        return {}
+
+    def update_weights(self, body):
+        path = _field(body, P.FIELD_MODEL_PATH, str)
+        if not path:
+            raise BadRequest(f"'{P.FIELD_MODEL_PATH}' is required")
+        try:
+            with self.learner.lock:
+                self.learner.load_weights(path)
+        except (OSError, ValueError) as e:
+            return {"success": False, "message": str(e), P.FIELD_POLICY_VERSION: self.learner.version}
+        return {"success": True, "message": f"loaded {path}", P.FIELD_POLICY_VERSION: self.learner.version}
+
+    def shutdown(self, _):
+        threading.Thread(target=self.httpd.shutdown, daemon=True).start()
+        return {}

@@ -1,0 +1,115 @@
+"""The SFT cold start: masked cross-entropy over the assistant turns of multi-turn conversations.
+
+One optimizer step per global batch of data.train_batch_size conversations, split into micro-batches (padding:
+micro_batch_size_per_gpu each; packing: filled up to max_tokens_per_micro tokens). The loss is the mean over the
+batch's assistant tokens (every micro-batch is divided by the batch's token count, so gradient accumulation is
+exact). AdamW, warmup + cosine (or constant), gradient clipping, optional bf16 autocast. Checkpoints every
+trainer.save_freq steps and at the end (checkpoint.py); trainer.resume continues bit-identically. The final model
+(weights + tokenizer) is also written to out_dir/final, the folder the RL stage starts from.
+"""
+import math
+import os
+import time
+
+import torch
+
+from . import checkpoint
+from .data import SftData, load_conversations
+from .learner import Learner, make_optimizer, make_scheduler
+from .losses import micro_batches, sft_token_losses
+from .metrics import MetricsLog
+
+
+def _micro(data, batch, cfg):
+    if cfg["batching"] == "padding":
+        size = max(1, int(cfg["micro_batch_size_per_gpu"]))
+        return [batch[i:i + size] for i in range(0, len(batch), size)]
+    if cfg["batching"] == "packing":
+        lengths = [len(data.examples[i][0]) for i in batch]
+        return [[batch[k] for k in mb] for mb in micro_batches(lengths, int(cfg["max_tokens_per_micro"]))]
+    raise ValueError(f"data.batching must be padding or packing, got {cfg['batching']!r}")
+
+
+def sft_step(learner, data, batch, data_cfg):
+    """Forward/backward of one global batch; returns (mean loss, assistant tokens, all tokens)."""
+    targets = sum(sum(data.examples[i][1][1:]) for i in batch)
+    total = 0.0
+    for mb in _micro(data, batch, data_cfg):
+        seqs = [data.examples[i][0] for i in mb]
+        masks = [data.examples[i][1] for i in mb]
+        loss_sum, _ = sft_token_losses(learner.policy, seqs, masks, learner.pad_id, learner.autocast)
+        (loss_sum / targets).backward()
+        total += float(loss_sum)
+    return total / targets, targets, sum(len(data.examples[i][0]) for i in batch)
+
+
+@torch.no_grad()
+def validation_loss(learner, data, data_cfg):
+    learner.policy.model.eval()
+    loss, targets = 0.0, 0
+    everything = list(range(len(data.examples)))
+    for mb in _micro(data, everything, data_cfg):
+        s, n = sft_token_losses(learner.policy, [data.examples[i][0] for i in mb], [data.examples[i][1] for i in mb],
+                                learner.pad_id, learner.autocast)
+        loss, targets = loss + float(s), targets + n
+    learner.policy.model.train()
+    return loss / max(targets, 1)
+
+
+def run_sft(cfg):
+    trainer, data_cfg, optim = cfg["trainer"], cfg["data"], cfg["optim"]
+    out_dir = trainer["out_dir"]
+    os.makedirs(out_dir, exist_ok=True)
+    resume = checkpoint.resolve_resume(trainer.get("resume", "auto"), out_dir)
+    learner = Learner(cfg, model_path=os.path.join(resume, "model") if resume else None)
+    log = MetricsLog(out_dir)
+    conversations = load_conversations(data_cfg["train_files"], data_cfg["messages_key"])
+    data = SftData(conversations, learner.renderer, int(data_cfg["max_length"]), data_cfg["truncation"],
+                   int(data_cfg["train_batch_size"]), int(trainer["seed"]), bool(data_cfg.get("shuffle", True)))
+    val = None
+    if data_cfg.get("val_files"):
+        val = SftData(load_conversations(data_cfg["val_files"], data_cfg["messages_key"]), learner.renderer,
+                      int(data_cfg["max_length"]), data_cfg["truncation"], 1, 0, False)
+    per_epoch = data.steps_per_epoch()
+    total = int(trainer.get("total_training_steps") or per_epoch * int(trainer["total_epochs"]))
+    learner.optimizer = make_optimizer(learner.policy.model.parameters(), optim)
+    learner.scheduler = make_scheduler(learner.optimizer, int(math.ceil(float(optim["warmup_steps_ratio"]) * total)),
+                                       total, optim["lr_scheduler"])
+    step = 0
+    if resume:
+        step = int(learner.resume(resume)["step"])
+        print(f"kgym_train sft: resumed from {resume} at step {step}", flush=True)
+    print(f"kgym_train sft: {len(data.examples)} conversations ({data.tokens()} tokens, {data.truncated} truncated, "
+          f"{data.dropped} dropped), {per_epoch} steps/epoch, {total} steps, {learner.policy.num_parameters()} "
+          f"parameters ({learner.policy.arch}) on {learner.device}", flush=True)
+    learner.policy.model.train()
+    while step < total:
+        t0 = time.time()
+        epoch, index = divmod(step, per_epoch)
+        loss, targets, tokens = sft_step(learner, data, data.batch(epoch, index), data_cfg)
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(learner.policy.model.parameters(), float(optim["clip_grad"])))
+        lr = learner.optimizer.param_groups[0]["lr"]
+        learner.optimizer.step()
+        learner.scheduler.step()
+        learner.optimizer.zero_grad(set_to_none=True)
+        step += 1
+        learner.version = step
+        if learner.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        dt = time.time() - t0
+        rec = {"train/loss": loss, "train/lr": lr, "train/grad_norm": grad_norm, "train/epoch": epoch,
+               "train/assistant_tokens": targets, "train/tokens_per_s": tokens / dt, "time/step_s": dt}
+        if val is not None and ((int(trainer["test_freq"]) > 0 and step % int(trainer["test_freq"]) == 0)
+                                or step == total):
+            rec["val/loss"] = validation_loss(learner, val, data_cfg)
+        if step % max(1, int(trainer.get("log_freq", 1))) == 0 or step == total:
+            log.write(step, rec)
+        if step == total or (int(trainer["save_freq"]) > 0 and step % int(trainer["save_freq"]) == 0):
+            learner.save(os.path.join(out_dir, "checkpoints", f"step_{step}"), {"step": step, "total": total})
+            checkpoint.prune(out_dir, trainer.get("max_ckpt_to_keep"))
+    final = os.path.join(out_dir, "final")
+    learner.policy.save(final)
+    learner.tokenizer.save(final)
+    log.close()
+    print(f"kgym_train sft: done, final model in {final}", flush=True)
+    return final

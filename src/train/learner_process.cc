@@ -1,0 +1,242 @@
+#include "train/learner_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "agent/http_util.h"
+#include "train/learner_protocol.h"
+
+namespace kgym::train {
+
+namespace {
+
+std::string Tail(const std::string& path, size_t max_bytes = 4000) {
+  std::ifstream in(path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string s = buf.str();
+  return s.size() > max_bytes ? "..." + s.substr(s.size() - max_bytes) : s;
+}
+
+std::string Exe() {
+  std::error_code ec;
+  return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().string();
+}
+
+// Extra packages installed for the learner by setup.sh (tokenizers, safetensors): $KGYM_TRAIN_PKGS or
+// <build>/train-pkgs next to build/src/cli/kgym.
+std::string TrainPackages() {
+  if (const char* p = std::getenv("KGYM_TRAIN_PKGS"); p && *p) return p;
+  std::error_code ec;
+  auto cand = std::filesystem::path(Exe()) / "../../train-pkgs";
+  return std::filesystem::exists(cand, ec) ? std::filesystem::weakly_canonical(cand, ec).string() : "";
+}
+
+std::vector<std::string> Argv(const LearnerLaunch& l, const std::string& python) {
+  std::vector<std::string> a = {python, "-u", "-m", "kgym_train", "serve", "--config", l.config_path,
+                                "--host", l.host, "--port", std::to_string(l.port), "--name", l.name};
+  if (!l.model.empty()) a.insert(a.end(), {"--model", l.model});
+  if (!l.resume.empty()) a.insert(a.end(), {"--resume", l.resume});
+  if (l.train) a.push_back("--train");
+  if (!l.tensorboard_dir.empty()) a.insert(a.end(), {"--out-dir", l.tensorboard_dir});
+  return a;
+}
+
+}  // namespace
+
+std::string FindLearnerPythonPath() {
+  for (const char* var : {"KGYM_TRAIN_PATH", "KGYM_HARNESS_PATH"})
+    if (const char* p = std::getenv(var); p && *p && std::filesystem::exists(std::filesystem::path(p) / "kgym_train"))
+      return p;
+  std::error_code ec;
+  const std::filesystem::path exe = Exe();
+  for (auto cand : {exe / "../share/kgym/python", exe / "../../../python", exe / "../../python",
+                    std::filesystem::path(KGYM_SOURCE_PYTHON_DIR)})
+    if (std::filesystem::exists(cand / "kgym_train" / "__main__.py", ec))
+      return std::filesystem::weakly_canonical(cand, ec).string();
+  return "";
+}
+
+std::string LearnerInterpreter(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  const char* p = std::getenv("KGYM_PYTHON");
+  return p && *p ? p : "python3";
+}
+
+Status LearnerPythonPath(std::string* out) {
+  const std::string pkg = FindLearnerPythonPath();
+  if (pkg.empty()) return Status::NotFound("cannot find the kgym_train package (set KGYM_TRAIN_PATH)");
+  std::string path = pkg;
+  if (std::string extra = TrainPackages(); !extra.empty()) path += ":" + extra;
+  if (const char* p = std::getenv("PYTHONPATH"); p && *p) path += std::string(":") + p;
+  *out = path;
+  return Status::Ok();
+}
+
+Status RunLearnerCommand(const std::string& python, const std::vector<std::string>& args) {
+  std::string pythonpath;
+  Status s = LearnerPythonPath(&pythonpath);
+  if (!s.ok()) return s;
+  std::vector<std::string> argv_s = {python, "-u", "-m", "kgym_train"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) return Status::IOError("fork failed");
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+    setenv("PYTHONPATH", pythonpath.c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+    return Status::NotFound("cannot run " + python + " -m kgym_train (interpreter missing?)");
+  return Status::Internal(python + " -m kgym_train " + (args.empty() ? "" : args[0]) + " failed (" +
+                          (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                             : "signal " + std::to_string(WTERMSIG(status))) + ")");
+}
+
+LearnerProcess::~LearnerProcess() { Stop(); }
+
+Status LearnerProcess::Start(const LearnerLaunch& l) {
+  const std::string python = LearnerInterpreter(l.python);
+  std::string pythonpath;
+  if (Status s = LearnerPythonPath(&pythonpath); !s.ok()) return s;
+  log_path_ = l.log_path;
+  int log_fd = open(l.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return Status::IOError("cannot open the learner log " + l.log_path);
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) {
+    close(log_fd);
+    return Status::IOError("pipe failed");
+  }
+  const std::vector<std::string> args = Argv(l, python);
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(log_fd), close(pipefd[0]), close(pipefd[1]);
+    return Status::IOError("fork failed");
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+    dup2(pipefd[1], STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    setenv("PYTHONPATH", pythonpath.c_str(), 1);
+    setenv("PYTHONUNBUFFERED", "1", 1);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  close(pipefd[1]);
+  pid_ = pid;
+  out_fd_ = pipefd[0];
+  // Wait for the ready line; everything the child prints goes to the log too.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(l.startup_timeout_s);
+  std::string pending;
+  int port = -1;
+  while (port < 0) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      close(log_fd);
+      return Status::Internal("the learner exited during startup (" + python + " -m kgym_train serve); its log " +
+                              l.log_path + " ends with:\n" + Tail(l.log_path));
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      close(log_fd);
+      Stop();
+      return Status::Timeout("the learner did not get ready within " + std::to_string(l.startup_timeout_s) +
+                             " s; its log " + l.log_path + " ends with:\n" + Tail(l.log_path));
+    }
+    pollfd pfd{out_fd_, POLLIN, 0};
+    if (poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 200))) <= 0) continue;
+    char buf[4096];
+    ssize_t n = read(out_fd_, buf, sizeof(buf));
+    if (n <= 0) continue;
+    (void)!write(log_fd, buf, static_cast<size_t>(n));
+    pending.append(buf, static_cast<size_t>(n));
+    for (size_t nl; (nl = pending.find('\n')) != std::string::npos; pending.erase(0, nl + 1)) {
+      const std::string line = pending.substr(0, nl);
+      const std::string key = std::string(protocol::kReadyLine) + " port=";
+      if (line.rfind(key, 0) == 0) port = std::atoi(line.c_str() + key.size());
+    }
+  }
+  base_url_ = "http://" + l.host + ":" + std::to_string(port);
+  const int fd = out_fd_;
+  drain_ = std::thread([fd, log_fd] {
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) (void)!write(log_fd, buf, static_cast<size_t>(n));
+    close(log_fd);
+  });
+  return Status::Ok();
+}
+
+void LearnerProcess::Stop() {
+  if (pid_ > 0) {
+    nlohmann::json ignored;
+    if (!base_url_.empty()) (void)Call(protocol::kPathShutdown, nlohmann::json::object(), &ignored, 5);
+    for (int i = 0; i < 50; ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      if (i == 30) kill(pid_, SIGTERM);
+      usleep(100 * 1000);
+    }
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
+  if (drain_.joinable()) drain_.join();
+  if (out_fd_ >= 0) close(out_fd_), out_fd_ = -1;
+}
+
+Status CallJson(const std::string& url, const nlohmann::json& body, nlohmann::json* reply, double timeout_s) {
+  const bool get = body.is_null();
+  agent::HttpReply r = agent::HttpRequest(get ? "GET" : "POST", url, get ? "" : body.dump(), {}, timeout_s, 10);
+  if (!r.curl_error.empty())
+    return r.timed_out ? Status::Timeout(url + ": " + r.curl_error) : Status::Unavailable(url + ": " + r.curl_error);
+  nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  if (r.status != 200) {
+    std::string msg = r.body.substr(0, 2000);
+    if (!j.is_discarded() && j.contains("error") && j["error"].is_object())
+      msg = j["error"].value("message", msg);
+    return r.status >= 500 ? Status::Internal(url + " failed: " + msg)
+                           : Status::InvalidArgument(url + " refused the request: " + msg);
+  }
+  if (j.is_discarded()) return Status::Internal(url + " replied with something that is not JSON");
+  *reply = std::move(j);
+  return Status::Ok();
+}
+
+Status LearnerProcess::Call(const std::string& path, const nlohmann::json& body, nlohmann::json* reply,
+                            double timeout_s) const {
+  if (base_url_.empty()) return Status::Unavailable("the learner is not running");
+  return CallJson(base_url_ + path, body, reply, timeout_s);
+}
+
+}  // namespace kgym::train

@@ -1,0 +1,75 @@
+// LearnerProcess: the learner (python -m kgym_train serve, python/kgym_train) as a child process of kgym, and the
+// HTTP calls kgym makes to it (learner_protocol.h).
+//
+// Start() runs the interpreter with the learner's package on PYTHONPATH, waits until the child prints its ready
+// line (or exits, or the startup timeout passes: then the error quotes the end of its log), and keeps the child's
+// stdout and stderr in `log_path`. The child dies with kgym (PR_SET_PDEATHSIG). Stop() asks it to shut down and
+// kills it if it has not exited within a few seconds; the destructor calls Stop().
+//
+// Thread-safe after Start(): Call() may run from many threads (each call its own HTTP request).
+#pragma once
+
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+
+namespace kgym::train {
+
+struct LearnerLaunch {
+  std::string python;            // interpreter; empty = $KGYM_PYTHON, else python3
+  std::string config_path;       // the resolved config (JSON) the learner reads
+  std::string model;             // --model: a checkpoint folder to serve instead of the config's model
+  std::string resume;            // --resume: a training checkpoint (weights, optimizer, RNG)
+  bool train = false;            // --train: accept train steps
+  std::string tensorboard_dir;   // --out-dir for /kgym/metrics ("" = none)
+  std::string host = "127.0.0.1";
+  int port = 0;                  // 0 = a free port the learner picks
+  std::string name = "kgym-policy";
+  std::string log_path;          // child's stdout + stderr (appended)
+  double startup_timeout_s = 600;
+};
+
+// Where python/kgym_train lives: $KGYM_TRAIN_PATH, $KGYM_HARNESS_PATH, the installed or build layout next to the
+// binary, then the source tree. Empty when none holds kgym_train.
+std::string FindLearnerPythonPath();
+
+// The interpreter to run the learner with: `configured`, else $KGYM_PYTHON, else python3.
+std::string LearnerInterpreter(const std::string& configured);
+
+// Runs `python -m kgym_train ARGS...` in the foreground (its output goes where kgym's goes) and waits for it.
+Status RunLearnerCommand(const std::string& python, const std::vector<std::string>& args);
+
+class LearnerProcess {
+ public:
+  LearnerProcess() = default;
+  ~LearnerProcess();
+  LearnerProcess(const LearnerProcess&) = delete;
+  LearnerProcess& operator=(const LearnerProcess&) = delete;
+
+  Status Start(const LearnerLaunch& launch);
+  void Stop();
+  bool running() const { return pid_ > 0; }
+  // http://host:port (no trailing slash); the OpenAI base URL is base_url() + "/v1".
+  const std::string& base_url() const { return base_url_; }
+
+  // POST `body` (or GET when body is null) to `path`; `reply` gets the JSON reply. A non-200 reply is an error
+  // carrying the learner's message.
+  Status Call(const std::string& path, const nlohmann::json& body, nlohmann::json* reply, double timeout_s = 3600) const;
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  std::thread drain_;
+  std::string base_url_;
+  std::string log_path_;
+};
+
+// POST/GET to any server speaking the same protocol (an external engine's /update_weights_from_disk).
+Status CallJson(const std::string& url, const nlohmann::json& body, nlohmann::json* reply, double timeout_s);
+
+}  // namespace kgym::train

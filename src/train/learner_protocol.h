@@ -1,0 +1,41 @@
+// The learner's HTTP protocol as kgym's trainer speaks it. The learner (python/kgym_train/protocol.py, which
+// documents each endpoint's body) is its other half; tests/py/test_train_protocol.py checks that the two define
+// the same paths and fields, name for name (kPathHealth <-> PATH_HEALTH).
+#pragma once
+
+namespace kgym::train::protocol {
+
+inline constexpr char kPathHealth[] = "/health";
+inline constexpr char kPathModels[] = "/v1/models";
+inline constexpr char kPathChat[] = "/v1/chat/completions";
+inline constexpr char kPathLogprobs[] = "/kgym/logprobs";
+inline constexpr char kPathTrainStep[] = "/kgym/train_step";
+inline constexpr char kPathSave[] = "/kgym/save";
+inline constexpr char kPathSaveWeights[] = "/kgym/save_weights";
+inline constexpr char kPathMetrics[] = "/kgym/metrics";
+inline constexpr char kPathUpdateWeights[] = "/update_weights_from_disk";
+inline constexpr char kPathShutdown[] = "/kgym/shutdown";
+
+inline constexpr char kFieldReturnTokenIds[] = "return_token_ids";
+inline constexpr char kFieldPromptTokenIds[] = "prompt_token_ids";
+inline constexpr char kFieldTokenIds[] = "token_ids";
+inline constexpr char kFieldPolicyVersion[] = "policy_version";
+inline constexpr char kFieldRows[] = "rows";
+inline constexpr char kFieldPromptIds[] = "prompt_ids";
+inline constexpr char kFieldResponseIds[] = "response_ids";
+inline constexpr char kFieldLogprobs[] = "logprobs";
+inline constexpr char kFieldEntropy[] = "entropy";
+inline constexpr char kFieldWithEntropy[] = "with_entropy";
+inline constexpr char kFieldAdvantage[] = "advantage";
+inline constexpr char kFieldOldLogprobs[] = "old_logprobs";
+inline constexpr char kFieldTokenMask[] = "token_mask";
+inline constexpr char kFieldStep[] = "step";
+inline constexpr char kFieldMetrics[] = "metrics";
+inline constexpr char kFieldDir[] = "dir";
+inline constexpr char kFieldModelPath[] = "model_path";
+inline constexpr char kFieldTruncatedRows[] = "truncated_rows";
+
+// The line the learner prints on stdout once it listens: "<kReadyLine> port=<port>".
+inline constexpr char kReadyLine[] = "KGYM_LEARNER_READY";
+
+}  // namespace kgym::train::protocol

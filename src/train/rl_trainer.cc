@@ -1,0 +1,383 @@
+#include "train/rl_trainer.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include "agent/reward_bridge.h"
+#include "agent/run_dir.h"
+#include "grade/metrics.h"
+#include "train/learner_protocol.h"
+#include "train/rl_step.h"
+#include "train/rollouts.h"
+#include "train/task_sampler.h"
+#include "train/train_batch.h"
+#include "train/train_config.h"
+
+namespace kgym::train {
+
+namespace fs = std::filesystem;
+namespace P = protocol;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string NowIso() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::tm tm;
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Status WriteJson(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  return out ? Status::Ok() : Status::IOError("cannot write " + path);
+}
+
+// The newest complete checkpoint under out_dir/checkpoints (both halves written), or "".
+std::string NewestCheckpoint(const std::string& out_dir) {
+  std::error_code ec;
+  int64_t best = -1;
+  std::string path;
+  for (const auto& e : fs::directory_iterator(fs::path(out_dir) / "checkpoints", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("step_", 0) != 0 || !fs::exists(e.path() / "kgym_state.json") ||
+        !fs::exists(e.path() / "trainer_state.json"))
+      continue;
+    const int64_t s = std::atoll(name.c_str() + 5);
+    if (s > best) best = s, path = e.path().string();
+  }
+  return path;
+}
+
+// Strips what makes rollout records large (token ids and log-probs) once the step has used them.
+void StripTokens(const std::string& dir) {
+  std::vector<nlohmann::json> recs;
+  if (!agent::LoadTrajectories(dir, &recs).ok()) return;
+  std::ofstream out(dir + "/trajectories.jsonl", std::ios::trunc);
+  for (auto& r : recs) {
+    for (auto& t : r["turns"])
+      for (const char* k : {"token_ids", "prompt_token_ids", "logprobs"}) t.erase(k);
+    out << r.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+}
+
+}  // namespace
+
+agent::TurnLoopConfig RlTrainer::LoopConfig(bool validation, int64_t step) const {
+  const auto& ro = cfg_["rollout"];
+  const auto& src = validation ? ro["val"] : ro;
+  agent::TurnLoopConfig loop;
+  loop.turns = src["max_turns"].get<int>();
+  loop.sampling.temperature = src["temperature"].get<double>();
+  loop.sampling.top_p = src["top_p"].get<double>();
+  loop.sampling.max_tokens = ro["response_length"].get<int>();
+  loop.sampling.extra = {{"top_k", ro["top_k"].get<int>()}};
+  loop.sampling.logprobs = !validation;
+  loop.sampling.return_token_ids = !validation;
+  loop.eval = EvalTemplate(cfg_["gym"]);
+  loop.rerun_above_speedup = cfg_["reward"]["rerun_above_speedup"].get<double>();
+  loop.model = policy_ ? policy_->options().model : "";
+  loop.run_id = fs::path(out_dir_).filename().string() + (validation ? "-val" : "-train") + std::to_string(step);
+  return loop;
+}
+
+agent::TurnLoopDeps RlTrainer::Deps() const {
+  agent::TurnLoopDeps d;
+  d.llm = policy_.get();
+  d.eval = shared_gym_ ? static_cast<agent::EvalBackend*>(shared_gym_.get()) : gym_.get();
+  d.reward = reward_;
+  d.templates = &templates_;
+  return d;
+}
+
+Status RlTrainer::Setup() {
+  out_dir_ = cfg_["trainer"]["out_dir"].get<std::string>();
+  std::error_code ec;
+  fs::create_directories(out_dir_, ec);
+  Status s = WriteJson(out_dir_ + "/config.json", cfg_);
+  if (s.ok()) s = LoadTaskSet(cfg_["data"]["train_files"], cfg_["data"]["only"], &train_tasks_);
+  if (!s.ok()) return s;
+  if (!cfg_["data"]["val_files"].empty()) {
+    s = LoadTaskSet(cfg_["data"]["val_files"], cfg_["data"]["val_only"], &val_tasks_);
+    if (!s.ok()) return s;
+  }
+  const int64_t batch = cfg_["data"]["train_batch_size"].get<int64_t>();
+  if (batch < 1 || batch > static_cast<int64_t>(train_tasks_.size()))
+    return Status::InvalidArgument("data.train_batch_size is " + std::to_string(batch) + " but there are " +
+                                   std::to_string(train_tasks_.size()) + " training tasks");
+  if (const auto& dir = cfg_["metrics"]["known_solutions"]; dir.is_string()) {
+    std::vector<std::string> ids;
+    for (const auto& t : train_tasks_) ids.push_back(t.id);
+    for (const auto& t : val_tasks_) ids.push_back(t.id);
+    s = LoadKnownSolutions(dir.get<std::string>(), ids, &known_);
+    if (!s.ok()) return s;
+    have_known_ = true;
+  }
+  s = agent::PromptTemplates::Load("", &templates_);
+  if (s.ok()) s = agent::MakeRewardFn(cfg_["reward"]["reward_func_name"].get<std::string>(),
+                                      cfg_["reward"]["coverage_reward"].get<bool>(), &reward_);
+  if (s.ok()) s = MakeGym(cfg_["gym"], &gym_);
+  if (!s.ok()) return s;
+  const std::string cache = cfg_["gym"]["cache"].get<std::string>();
+  if (cache != "off" && cache != "step" && cache != "run")
+    return Status::InvalidArgument("gym.cache must be step, run or off");
+  if (cache != "off") shared_gym_ = std::make_unique<SharedEvalBackend>(gym_.get());
+  return Status::Ok();
+}
+
+Status RlTrainer::StartEngines(const std::string& resume) {
+  const auto& lc = cfg_["learner"];
+  LearnerLaunch l;
+  if (lc["python"].is_string()) l.python = lc["python"].get<std::string>();
+  l.config_path = out_dir_ + "/config.json";
+  l.resume = resume;
+  l.train = true;
+  l.tensorboard_dir = out_dir_;
+  l.host = lc["host"].get<std::string>();
+  l.port = lc["port"].get<int>();
+  l.log_path = out_dir_ + "/learner.log";
+  l.startup_timeout_s = lc["startup_timeout"].get<double>();
+  Status s = learner_.Start(l);
+  if (!s.ok()) return s;
+  agent::ChatClientOptions co;
+  co.timeout_s = 3600;
+  co.max_retries = 2;
+  const auto& ro = cfg_["rollout"];
+  if (ro["engine"] == "external") {
+    if (!ro["external_url"].is_string()) return Status::InvalidArgument("rollout.engine=external needs rollout.external_url");
+    co.base_url = ro["external_url"].get<std::string>();
+    co.model = ro["external_model"].is_string() ? ro["external_model"].get<std::string>() : "kgym-policy";
+    engine_url_ = co.base_url;
+    if (engine_url_.size() >= 3 && engine_url_.compare(engine_url_.size() - 3, 3, "/v1") == 0)
+      engine_url_.resize(engine_url_.size() - 3);
+  } else if (ro["engine"] == "local") {
+    co.base_url = learner_.base_url() + "/v1";
+    co.model = "kgym-policy";
+  } else {
+    return Status::InvalidArgument("rollout.engine must be local or external");
+  }
+  policy_ = std::make_unique<agent::ChatClient>(co);
+  return engine_url_.empty() ? Status::Ok() : PushWeights(0);
+}
+
+Status RlTrainer::PushWeights(int64_t step) {
+  if (engine_url_.empty()) return Status::Ok();  // the learner serves its own live weights
+  const auto& wd = cfg_["rollout"]["weights_dir"];
+  const std::string dir = (wd.is_string() ? wd.get<std::string>() : out_dir_ + "/weights") + "/step_" +
+                          std::to_string(step);
+  nlohmann::json r;
+  Status s = learner_.Call(P::kPathSaveWeights, {{P::kFieldDir, dir}}, &r);
+  if (s.ok()) s = CallJson(engine_url_ + P::kPathUpdateWeights, {{P::kFieldModelPath, dir}}, &r, 3600);
+  if (!s.ok()) return s;
+  if (!r.value("success", false))
+    return Status::Internal("the rollout engine did not load the pushed weights: " + r.value("message", ""));
+  return Status::Ok();
+}
+
+Status RlTrainer::LearnerLogprobs(const TrainBatch& b, std::vector<std::vector<double>>* out, double* seconds) {
+  const auto t0 = Clock::now();
+  nlohmann::json rows = nlohmann::json::array();
+  std::vector<size_t> asked;
+  out->assign(b.rows.size(), {});
+  for (size_t i = 0; i < b.rows.size(); ++i) {
+    (*out)[i].assign(b.rows[i].response_ids.size(), 0.0);
+    if (!b.rows[i].loss_mask || b.rows[i].response_ids.empty()) continue;
+    rows.push_back({{P::kFieldPromptIds, b.rows[i].prompt_ids}, {P::kFieldResponseIds, b.rows[i].response_ids}});
+    asked.push_back(i);
+  }
+  if (!asked.empty()) {
+    nlohmann::json r;
+    Status s = learner_.Call(P::kPathLogprobs, {{P::kFieldRows, rows}}, &r);
+    if (!s.ok()) return s;
+    const auto& got = r[P::kFieldRows];
+    if (!got.is_array() || got.size() != asked.size()) return Status::Internal("the learner returned the wrong rows");
+    for (size_t k = 0; k < asked.size(); ++k) {
+      std::vector<double> lp = got[k][P::kFieldLogprobs].get<std::vector<double>>();
+      if (lp.size() != (*out)[asked[k]].size()) return Status::Internal("the learner returned the wrong token count");
+      (*out)[asked[k]] = std::move(lp);
+    }
+  }
+  *seconds = Since(t0);
+  return Status::Ok();
+}
+
+Status RlTrainer::WriteMetrics(int64_t step, const nlohmann::json& metrics) {
+  nlohmann::json rec = {{"step", step}, {"time", NowIso()}};
+  rec.update(metrics);
+  std::ofstream out(out_dir_ + "/metrics.jsonl", std::ios::app);
+  out << rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  out.flush();
+  nlohmann::json ignored;
+  (void)learner_.Call(P::kPathMetrics, {{P::kFieldStep, step}, {P::kFieldMetrics, metrics}}, &ignored, 60);
+  return out ? Status::Ok() : Status::IOError("cannot append to " + out_dir_ + "/metrics.jsonl");
+}
+
+Status RlTrainer::Step(int64_t step) {
+  const auto t0 = Clock::now();
+  const auto& data = cfg_["data"];
+  TaskSampler sampler(train_tasks_.size(), data["train_batch_size"].get<size_t>(), cfg_["trainer"]["seed"].get<uint64_t>(),
+                      data["shuffle"].get<bool>());
+  RolloutRun run;
+  std::vector<std::string> ids;
+  for (size_t i : sampler.Step(step - 1)) run.tasks.push_back(train_tasks_[i]), ids.push_back(train_tasks_[i].id);
+  const auto& ro = cfg_["rollout"];
+  run.samples = ro["n"].get<int>();
+  run.loop = LoopConfig(false, step);
+  run.lockstep = ro["layout"] == "lockstep";
+  run.llm_concurrency = ro["llm_concurrency"].get<int>();
+  run.eval_concurrency = cfg_["gym"]["eval_concurrency"].get<int>();
+  run.out_dir = out_dir_ + "/rollouts/step_" + std::to_string(step);
+  if (shared_gym_ && cfg_["gym"]["cache"] == "step") shared_gym_->Clear();
+  nlohmann::json before, after;
+  (void)learner_.Call(P::kPathHealth, nullptr, &before, 30);
+
+  // 1. Rollouts with gym rewards.
+  std::vector<nlohmann::json> records;
+  const auto t_roll = Clock::now();
+  Status s = RunRollouts(run, Deps(), &records);
+  if (!s.ok()) return s;
+  const double rollout_s = Since(t_roll);
+  (void)learner_.Call(P::kPathHealth, nullptr, &after, 30);
+
+  // 2. Rows, learner log-probs, the RL core.
+  TrainBatch batch;
+  s = BuildTrainBatch(records, ids, run.samples, cfg_["algorithm"]["coverage_rs_key"].get<std::string>(), &batch);
+  std::vector<std::vector<double>> lp;
+  double logprob_s = 0;
+  if (s.ok()) s = LearnerLogprobs(batch, &lp, &logprob_s);
+  RlStepOptions opt;
+  if (s.ok()) s = RlStepOptionsFromConfig(cfg_, step, &opt);
+  RlStepOutcome rl;
+  if (s.ok()) s = RunRlStep(batch, lp, opt, &rl);
+  if (!s.ok()) return s;
+
+  // 3. One optimizer step on the rows in the loss.
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = 0; i < batch.rows.size(); ++i) {
+    if (!rl.in_loss[i]) continue;
+    const auto& r = batch.rows[i];
+    rows.push_back({{P::kFieldPromptIds, r.prompt_ids}, {P::kFieldResponseIds, r.response_ids},
+                    {P::kFieldAdvantage, rl.advantages[i]}, {P::kFieldOldLogprobs, lp[i]},
+                    {P::kFieldTokenMask, rl.token_mask[i]}});
+  }
+  nlohmann::json update;
+  s = learner_.Call(P::kPathTrainStep, {{P::kFieldStep, step}, {P::kFieldRows, rows}}, &update);
+  if (s.ok()) s = PushWeights(step);
+  if (!s.ok()) return s;
+
+  // 4. The step's numbers.
+  nlohmann::json m = rl.metrics;
+  m.update(RolloutMetrics(records, have_known_ ? &known_ : nullptr, "rollout"));
+  m.update(update[P::kFieldMetrics]);
+  const auto gen = [&](const char* k) {
+    return after.value("generation", nlohmann::json::object()).value(k, 0.0) -
+           before.value("generation", nlohmann::json::object()).value(k, 0.0);
+  };
+  const double gen_s = gen("seconds"), evals = shared_gym_ ? shared_gym_->evaluations() : 0;
+  m["policy/version"] = update.value(P::kFieldPolicyVersion, -1);
+  m["time/rollout_s"] = rollout_s;
+  m["time/generate_s"] = gen_s;
+  m["time/evaluate_s"] = rollout_s - gen_s;  // lockstep: the rest of the rollout phase is the gym's
+  m["time/logprob_s"] = logprob_s;
+  m["time/step_s"] = Since(t0);
+  m["perf/generated_tokens"] = gen("tokens");
+  m["perf/tokens_per_s"] = gen_s > 0 ? gen("tokens") / gen_s : 0.0;
+  m["perf/gym_evals"] = evals;
+  m["perf/gym_shared"] = shared_gym_ ? shared_gym_->shared() : 0;
+  m["perf/gym_evals_per_s"] = rollout_s - gen_s > 0 ? evals / (rollout_s - gen_s) : 0.0;
+  const std::string keep = cfg_["trainer"]["save_rollouts"].get<std::string>();
+  std::error_code ec;
+  if (keep == "none") fs::remove_all(run.out_dir, ec);
+  else if (keep == "text") StripTokens(run.out_dir);
+  std::fprintf(stderr,
+               "kgym train: step %lld  reward %.3f  correct %.2f  fast@1.2 %.2f  mrs keep %.2f  prs keep %.2f  "
+               "rows %d  %.1f s (generate %.1f, evaluate %.1f)\n",
+               static_cast<long long>(step), m.value("reward/mean", 0.0), m.value("rollout/correct_rate", 0.0),
+               m.value("rollout/fast@1.2", 0.0), m.value("mrs/keep_frac", 0.0), m.value("prs/keep_frac", 0.0),
+               static_cast<int>(rows.size()), m.value("time/step_s", 0.0), gen_s, rollout_s - gen_s);
+  return WriteMetrics(step, m);
+}
+
+Status RlTrainer::Validate(int64_t step) {
+  RolloutRun run;
+  run.tasks = val_tasks_;
+  run.samples = cfg_["rollout"]["val"]["n"].get<int>();
+  run.loop = LoopConfig(true, step);
+  run.lockstep = cfg_["rollout"]["layout"] == "lockstep";
+  run.llm_concurrency = cfg_["rollout"]["llm_concurrency"].get<int>();
+  run.eval_concurrency = cfg_["gym"]["eval_concurrency"].get<int>();
+  run.out_dir = out_dir_ + "/val/step_" + std::to_string(step);
+  const auto t0 = Clock::now();
+  std::vector<nlohmann::json> records;
+  Status s = RunRollouts(run, Deps(), &records);
+  if (!s.ok()) return s;
+  s = WriteJson(run.out_dir + "/grade.json", grade::Grade(records));
+  if (!s.ok()) return s;
+  nlohmann::json m = RolloutMetrics(records, have_known_ ? &known_ : nullptr, "val");
+  m["time/val_s"] = Since(t0);
+  std::fprintf(stderr, "kgym train: validation at step %lld  correct %.2f  fast@1 %.2f  fast@1.2 %.2f\n",
+               static_cast<long long>(step), m.value("val/correct_rate", 0.0), m.value("val/fast@1", 0.0),
+               m.value("val/fast@1.2", 0.0));
+  return WriteMetrics(step, m);
+}
+
+Status RlTrainer::Checkpoint(int64_t step) {
+  const std::string dir = out_dir_ + "/checkpoints/step_" + std::to_string(step);
+  nlohmann::json r;
+  Status s = learner_.Call(P::kPathSave, {{P::kFieldDir, dir}, {P::kFieldStep, step}}, &r);
+  if (s.ok()) s = WriteJson(dir + "/kgym_state.json", {{"step", step}, {"policy_version", r.value(P::kFieldPolicyVersion, -1)},
+                                                         {"time", NowIso()}});
+  if (!s.ok()) return s;
+  const auto& keep = cfg_["trainer"]["max_ckpt_to_keep"];
+  if (keep.is_number_integer() && keep.get<int>() > 0) {
+    std::vector<std::pair<int64_t, fs::path>> all;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::path(out_dir_) / "checkpoints", ec))
+      if (e.path().filename().string().rfind("step_", 0) == 0)
+        all.push_back({std::atoll(e.path().filename().string().c_str() + 5), e.path()});
+    std::sort(all.begin(), all.end());
+    for (size_t i = 0; i + keep.get<size_t>() < all.size(); ++i) fs::remove_all(all[i].second, ec);
+  }
+  return Status::Ok();
+}
+
+Status RlTrainer::Run() {
+  Status s = Setup();
+  if (!s.ok()) return s;
+  std::string resume;
+  const auto& rc = cfg_["trainer"]["resume"];
+  if (rc == "auto") resume = NewestCheckpoint(out_dir_);
+  else if (rc.is_string() && rc != "disable") resume = rc.get<std::string>();
+  int64_t start = 1;
+  if (!resume.empty()) {
+    std::ifstream in(resume + "/kgym_state.json");
+    nlohmann::json st = nlohmann::json::parse(in, nullptr, false);
+    if (st.is_discarded() || !st.contains("step"))
+      return Status::InvalidArgument(resume + " is not a kgym train checkpoint (no kgym_state.json)");
+    start = st["step"].get<int64_t>() + 1;
+    std::fprintf(stderr, "kgym train: resuming from %s at step %lld\n", resume.c_str(), static_cast<long long>(start));
+  }
+  s = StartEngines(resume);
+  if (!s.ok()) return s;
+  const int64_t total = cfg_["trainer"]["total_training_steps"].get<int64_t>();
+  const int64_t save_freq = cfg_["trainer"]["save_freq"].get<int64_t>();
+  const int64_t test_freq = cfg_["trainer"]["test_freq"].get<int64_t>();
+  if (start == 1 && !val_tasks_.empty() && cfg_["trainer"]["val_before_train"].get<bool>()) s = Validate(0);
+  for (int64_t step = start; s.ok() && step <= total; ++step) {
+    s = Step(step);
+    if (s.ok() && ((save_freq > 0 && step % save_freq == 0) || step == total)) s = Checkpoint(step);
+    if (s.ok() && !val_tasks_.empty() && test_freq > 0 && (step % test_freq == 0 || step == total)) s = Validate(step);
+  }
+  learner_.Stop();
+  return s;
+}
+
+}  // namespace kgym::train

@@ -1,0 +1,63 @@
+// RlTrainer: `kgym train`, Dr.Kernel's RL loop with the gradient step in the learner (python/kgym_train).
+//
+// Per step (research/drkernel.md §3.3 and the order):
+//   prompts (TaskSampler) -> multi-turn rollouts through the agent's turn loop against the policy's endpoint, in
+//   lockstep (a turn generated for every trajectory, then all evaluated: generation never runs beside a timed
+//   kernel) -> gym rewards (speedup reward, coverage term, anomaly re-evaluation) -> learner log-probs of the
+//   sampled tokens -> void-turn mask, MRS, PRS, group filter, advantages (rl_step.h) -> one PPO step in the
+//   learner -> weights to the rollout engine (nothing to do when the learner serves itself) -> metrics.
+// Every step's numbers go to <out_dir>/metrics.jsonl (and the learner's TensorBoard log); rollouts to
+// <out_dir>/rollouts/step_N/; validation (Fast@p) every trainer.test_freq steps to <out_dir>/val/step_N/;
+// checkpoints every trainer.save_freq steps to <out_dir>/checkpoints/step_N/ (the learner's state plus
+// kgym_state.json), from which trainer.resume=auto continues.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "agent/prompt.h"
+#include "agent/task.h"
+#include "agent/turn_loop.h"
+#include "core/status.h"
+#include "train/eval_cache.h"
+#include "train/learner_process.h"
+#include "train/rollout_metrics.h"
+#include "train/train_batch.h"
+
+namespace kgym::train {
+
+class RlTrainer {
+ public:
+  explicit RlTrainer(nlohmann::json config) : cfg_(std::move(config)) {}
+  Status Run();
+
+ private:
+  Status Setup();
+  Status StartEngines(const std::string& resume);
+  Status Step(int64_t step);
+  Status Validate(int64_t step);
+  Status Checkpoint(int64_t step);
+  Status PushWeights(int64_t step);
+  Status LearnerLogprobs(const TrainBatch& batch, std::vector<std::vector<double>>* out, double* seconds);
+  Status WriteMetrics(int64_t step, const nlohmann::json& metrics);
+  agent::TurnLoopConfig LoopConfig(bool validation, int64_t step) const;
+  agent::TurnLoopDeps Deps() const;
+
+  nlohmann::json cfg_;
+  std::string out_dir_;
+  std::vector<agent::Task> train_tasks_, val_tasks_;
+  KnownSolutions known_;
+  bool have_known_ = false;
+  agent::PromptTemplates templates_;
+  agent::RewardFn reward_;
+  std::unique_ptr<agent::EvalBackend> gym_;
+  std::unique_ptr<SharedEvalBackend> shared_gym_;
+  LearnerProcess learner_;
+  std::unique_ptr<agent::ChatClient> policy_;
+  std::string engine_url_;  // external engine's root URL ("" = the learner serves)
+  nlohmann::json last_generation_ = nlohmann::json::object();
+};
+
+}  // namespace kgym::train

@@ -1,0 +1,155 @@
+"""kgym sft and kgym train end to end on the CPU, every process real: the kgym binary drives the learner
+(python -m kgym_train, the pure-torch tiny model on Debian's torch), the agent's turn loop and the gym.
+
+- SFT: `kgym data sft` conversations -> `kgym sft` -> the final model's greedy answer graded by kgym's real
+  in-process evaluator (CPU, small size): correct.
+- RL: a one-prompt bandit whose answers the fake KernelGYM server (agent_fakes.judge) rewards by their markers
+  (SPEED=2.5 fast, SPEED=1.0 slow, WRONG): after SFT on all three, TRLOO + PPO through `kgym train` moves the
+  policy to the fast answer; metrics, rollouts and checkpoints are written; a second invocation resumes.
+- External engine: the weights are pushed after every step to a second learner process standing in for vLLM /
+  SGLang (/update_weights_from_disk), which then scores tokens exactly as the trainer's learner does.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+from agent_fakes import FakeGym
+from train_util import ROOT, TINY, Server, need_learner_packages, resolved_config
+
+need_learner_packages()
+pytestmark = pytest.mark.skipif(not os.path.exists(os.environ.get("KGYM_BIN", "")), reason="KGYM_BIN not built")
+
+RELU_REF = os.path.join(ROOT, "tasks", "level1", "relu.py")
+RELU_SOLUTION = os.path.join(ROOT, "tasks", "solutions", "level1", "relu_torch.py")
+BANDIT_REF = "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n" \
+             "        return x\n"
+# The answers differ from their first word on, so after SFT the choice is one token and the rest follows.
+ANSWERS = {"fast": "class ModelNew:  # fused kernel, SPEED=2.5", "slow": "class ModelNew:  # lazy kernel, SPEED=1.0",
+           "wrong": "class ModelNew:  # broken kernel, WRONG"}
+
+
+def run(cmd, timeout=900):
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+    assert p.returncode == 0, f"{' '.join(cmd[:3])} failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-5000:]}"
+    return p
+
+
+def metrics(path):
+    return [json.loads(line) for line in open(path)]
+
+
+def write_task(path, task_id, ref, prompt):
+    with open(path, "w") as f:
+        f.write(json.dumps({"task_id": task_id, "name": task_id, "reference_code": ref,
+                            "prompt": [{"role": "user", "content": prompt}]}) + "\n")
+
+
+def test_sft_then_greedy_answer_graded_by_the_real_gym(kgym, tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    write_task(tasks, "level1/relu", open(RELU_REF).read(), "Optimize the ReLU model with a custom kernel.")
+    sol = tmp_path / "solutions" / "level1"
+    sol.mkdir(parents=True)
+    (sol / "relu_torch.py").write_text(open(RELU_SOLUTION).read())
+    data = tmp_path / "sft.jsonl"
+    p = run([kgym, "data", "sft", "--tasks", str(tasks), "--solutions", str(tmp_path / "solutions"), "--kinds",
+             "torch", "--repeat", "8", "--out", str(data)])
+    assert "8 conversations over 1 tasks" in p.stderr
+    out = tmp_path / "sft"
+    run([kgym, "sft"] + TINY + [f"data.train_files=[{data}]", f"trainer.out_dir={out}", "data.train_batch_size=8",
+                                "data.micro_batch_size_per_gpu=8", "trainer.total_training_steps=120",
+                                "optim.lr=3e-3", "optim.lr_scheduler=constant", "optim.warmup_steps_ratio=0",
+                                "trainer.save_freq=0", "tokenizer.corpus=[tasks/level1,tasks/solutions/level1]",
+                                f"eval.tasks={tasks}", "eval.max_tokens=160", "eval.size=small",
+                                "eval.num_perf_trials=3", "gym.device=cpu", "learner.startup_timeout=300"])
+    m = metrics(out / "metrics.jsonl")
+    assert m[-1]["train/loss"] < 0.1 * m[0]["train/loss"]
+    recs = [json.loads(line) for line in open(out / "eval" / "trajectories.jsonl")]
+    assert len(recs) == 1
+    turn = recs[0]["turns"][0]
+    assert turn["code"].strip() == open(RELU_SOLUTION).read().strip()
+    assert turn["result"]["correctness"] is True, turn["result"].get("outcome_detail")
+    grade = json.load(open(out / "eval" / "grade.json"))
+    assert grade["overall"]["final"]["correctness_rate"] == 1.0
+
+
+@pytest.fixture(scope="module")
+def bandit(kgym, tmp_path_factory):
+    """One prompt, three known answers, and a policy SFT-ed on all three."""
+    d = tmp_path_factory.mktemp("bandit")
+    write_task(d / "tasks.jsonl", "bandit", BANDIT_REF, "Pick a kernel for the identity model.")
+    (d / "solutions").mkdir()
+    for kind, code in ANSWERS.items():
+        (d / "solutions" / f"bandit_{kind}.py").write_text(code + "\n")
+    run([kgym, "data", "sft", "--tasks", str(d / "tasks.jsonl"), "--solutions", str(d / "solutions"), "--kinds",
+         "fast,slow,wrong", "--repeat", "4", "--out", str(d / "sft.jsonl")])
+    run([kgym, "sft"] + TINY + [f"data.train_files=[{d / 'sft.jsonl'}]", f"trainer.out_dir={d / 'sft'}",
+                                "data.train_batch_size=12", "data.micro_batch_size_per_gpu=12",
+                                "trainer.total_training_steps=150", "optim.lr=5e-3", "optim.lr_scheduler=constant",
+                                "optim.warmup_steps_ratio=0", "trainer.save_freq=0",
+                                f"tokenizer.corpus=[{d / 'solutions'},{d / 'sft.jsonl'}]"])
+    gym = FakeGym()
+    yield d, gym
+    gym.close()
+
+
+def rl_args(d, gym, out, steps, *extra):
+    return TINY + [f"model.path={d / 'sft' / 'final'}", f"data.train_files=[{d / 'tasks.jsonl'}]",
+                   f"trainer.out_dir={out}", f"gym.server={gym.url}", "data.train_batch_size=1", "rollout.n=8",
+                   "rollout.max_turns=1", "rollout.response_length=48", f"trainer.total_training_steps={steps}",
+                   "trainer.save_freq=4", "trainer.test_freq=0", "actor.optim.lr=1e-3",
+                   "algorithm.coverage_rs=null", "reward.coverage_reward=false", "rollout.temperature=1.0",
+                   f"metrics.known_solutions={d / 'solutions'}", "learner.startup_timeout=300"] + list(extra)
+
+
+def test_rl_moves_the_policy_to_the_fast_answer_and_resumes(kgym, bandit, tmp_path):
+    d, gym = bandit
+    out = tmp_path / "rl"
+    run([kgym, "train"] + rl_args(d, gym, out, 12))
+    m = metrics(out / "metrics.jsonl")
+    assert [r["step"] for r in m] == list(range(1, 13))
+    for key in ("reward/mean", "adv/abs_mean", "mrs/keep_frac", "mismatch/abs_max", "filter/row_keep_frac",
+                "actor/grad_norm", "actor/entropy", "perf/tokens_per_s", "time/generate_s", "time/evaluate_s",
+                "rollout/solution/fast", "rollout/correct_rate", "policy/version"):
+        assert key in m[0], key
+    fast = [r["rollout/solution/fast"] for r in m]
+    assert sum(fast[-3:]) / 3 >= sum(fast[:3]) / 3 + 0.2, fast
+    assert sum(fast[-3:]) / 3 >= 0.75, fast
+    # fp32 engine and learner: the rollout's log-probs are the learner's (MRS keeps everything).
+    assert max(r["mismatch/abs_max"] for r in m) < 1e-3
+    assert min(r["mrs/keep_frac"] for r in m) == 1.0
+    rec = [json.loads(line) for line in open(out / "rollouts" / "step_12" / "trajectories.jsonl")]
+    assert len(rec) == 8 and "token_ids" not in rec[0]["turns"][0]  # kept as text
+    assert (out / "checkpoints" / "step_12" / "kgym_state.json").exists()
+
+    p = run([kgym, "train"] + rl_args(d, gym, out, 14))
+    assert "resuming from" in p.stderr and "step_12" in p.stderr
+    assert [r["step"] for r in metrics(out / "metrics.jsonl")][-2:] == [13, 14]
+
+
+def test_weights_pushed_to_an_external_engine(kgym, bandit, tmp_path):
+    d, gym = bandit
+    out = tmp_path / "ext"
+    cfg = str(tmp_path / "engine.json")
+    resolved_config(kgym, "train", cfg, TINY + [f"model.path={d / 'sft' / 'final'}"])
+    engine = Server(cfg, "--model", str(d / "sft" / "final"))
+    try:
+        assert engine.get("/health")["policy_version"] == 0
+        run([kgym, "train"] + rl_args(d, gym, out, 2, "rollout.engine=external",
+                                      f"rollout.external_url={engine.url}/v1", "actor.optim.lr=5e-2"))
+        assert engine.get("/health")["policy_version"] == 3  # the initial push and one per step
+        row = {"prompt_ids": [1, 2, 3], "response_ids": [4, 5, 6, 7]}
+        served = engine.post("/kgym/logprobs", {"rows": [row]})["rows"][0]["logprobs"]
+        pushed = Server(cfg, "--model", str(out / "weights" / "step_2"))
+        try:
+            assert pushed.post("/kgym/logprobs", {"rows": [row]})["rows"][0]["logprobs"] == served
+        finally:
+            pushed.close()
+        original = Server(cfg, "--model", str(d / "sft" / "final"))
+        try:
+            assert original.post("/kgym/logprobs", {"rows": [row]})["rows"][0]["logprobs"] != served
+        finally:
+            original.close()
+    finally:
+        engine.close()
