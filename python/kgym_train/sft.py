@@ -39,7 +39,7 @@ def sft_step(learner, data, batch, data_cfg):
         masks = [data.examples[i][1] for i in mb]
         loss_sum, _ = sft_token_losses(learner.policy, seqs, masks, learner.pad_id, learner.autocast)
         (loss_sum / targets).backward()
-        total += float(loss_sum)
+        total += float(loss_sum.detach())
     return total / targets, targets, sum(len(data.examples[i][0]) for i in batch)
 
 

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern char** environ;
+
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -34,8 +36,9 @@ std::string Exe() {
   return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().string();
 }
 
-// Extra packages installed for the learner by setup.sh (tokenizers, safetensors): $KGYM_TRAIN_PKGS or
-// <build>/train-pkgs next to build/src/cli/kgym.
+// Extra packages installed for the learner by setup.sh (tokenizers, safetensors, pyarrow): $KGYM_TRAIN_PKGS or
+// <build>/train-pkgs next to build/src/cli/kgym. Passed as $KGYM_TRAIN_PKGS, which kgym_train appends to
+// sys.path: an interpreter's own packages win (a newer transformers needs its own newer tokenizers).
 std::string TrainPackages() {
   if (const char* p = std::getenv("KGYM_TRAIN_PKGS"); p && *p) return p;
   std::error_code ec;
@@ -51,6 +54,30 @@ std::vector<std::string> Argv(const LearnerLaunch& l, const std::string& python)
   if (l.train) a.push_back("--train");
   if (!l.tensorboard_dir.empty()) a.insert(a.end(), {"--out-dir", l.tensorboard_dir});
   return a;
+}
+
+// The child's environment: ours, with PYTHONPATH, KGYM_TRAIN_PKGS and PYTHONUNBUFFERED set. Built before fork:
+// between fork and exec only async-signal-safe calls are allowed (another thread may hold malloc's lock).
+std::vector<std::string> ChildEnv(const std::string& pythonpath) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    if (kv.rfind("PYTHONPATH=", 0) == 0 || kv.rfind("KGYM_TRAIN_PKGS=", 0) == 0 ||
+        kv.rfind("PYTHONUNBUFFERED=", 0) == 0)
+      continue;
+    env.push_back(kv);
+  }
+  env.push_back("PYTHONPATH=" + pythonpath);
+  env.push_back("PYTHONUNBUFFERED=1");
+  if (const std::string pkgs = TrainPackages(); !pkgs.empty()) env.push_back("KGYM_TRAIN_PKGS=" + pkgs);
+  return env;
+}
+
+std::vector<char*> Pointers(std::vector<std::string>& v) {
+  std::vector<char*> p;
+  for (auto& s : v) p.push_back(s.data());
+  p.push_back(nullptr);
+  return p;
 }
 
 }  // namespace
@@ -78,7 +105,6 @@ Status LearnerPythonPath(std::string* out) {
   const std::string pkg = FindLearnerPythonPath();
   if (pkg.empty()) return Status::NotFound("cannot find the kgym_train package (set KGYM_TRAIN_PATH)");
   std::string path = pkg;
-  if (std::string extra = TrainPackages(); !extra.empty()) path += ":" + extra;
   if (const char* p = std::getenv("PYTHONPATH"); p && *p) path += std::string(":") + p;
   *out = path;
   return Status::Ok();
@@ -90,17 +116,15 @@ Status RunLearnerCommand(const std::string& python, const std::vector<std::strin
   if (!s.ok()) return s;
   std::vector<std::string> argv_s = {python, "-u", "-m", "kgym_train"};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<std::string> env_s = ChildEnv(pythonpath);
+  std::vector<char*> argv = Pointers(argv_s), envp = Pointers(env_s);
   const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return Status::IOError("fork failed");
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(127);
-    setenv("PYTHONPATH", pythonpath.c_str(), 1);
-    std::vector<char*> argv;
-    for (const auto& a : argv_s) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
+    execvpe(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   int status = 0;
@@ -128,7 +152,9 @@ Status LearnerProcess::Start(const LearnerLaunch& l) {
     close(log_fd);
     return Status::IOError("pipe failed");
   }
-  const std::vector<std::string> args = Argv(l, python);
+  std::vector<std::string> args = Argv(l, python);
+  std::vector<std::string> env_s = ChildEnv(pythonpath);
+  std::vector<char*> argv = Pointers(args), envp = Pointers(env_s);
   const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
@@ -140,12 +166,7 @@ Status LearnerProcess::Start(const LearnerLaunch& l) {
     if (getppid() != parent) _exit(127);
     dup2(pipefd[1], STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
-    setenv("PYTHONPATH", pythonpath.c_str(), 1);
-    setenv("PYTHONUNBUFFERED", "1", 1);
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
+    execvpe(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   close(pipefd[1]);
