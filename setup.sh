@@ -14,6 +14,9 @@ APT_PACKAGES=(
   # torch's C++ headers (python3-torch ships only links to them): CUDA-backend candidates build C++
   # extensions with torch.utils.cpp_extension (g++ and ninja from the lines above).
   libtorch-dev
+  # The dashboard: Chart.js is embedded into the kgym binary at build time (no CDN); its browser tests drive
+  # headless Chromium through Selenium.
+  libjs-chart.js chromium chromium-driver python3-selenium
 )
 if [ "${KGYM_SKIP_APT:-0}" != 1 ]; then
   missing=()
