@@ -49,12 +49,16 @@ def console_errors(driver):
 
 
 def screenshot(driver, name):
-    """Writes $KGYM_SCREENSHOTS/<name>.png of the whole page when that variable is set (docs/ images)."""
+    """Writes $KGYM_SCREENSHOTS/<name>.png of the whole page (up to 4000 px tall) when that variable is set (the
+    images of docs/)."""
     out = os.environ.get("KGYM_SCREENSHOTS")
     if not out:
         return
+    import time
     os.makedirs(out, exist_ok=True)
     height = driver.execute_script("return Math.min(4000, document.documentElement.scrollHeight)")
-    driver.set_window_size(1440, max(900, height))
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": 1440, "height": height, "deviceScaleFactor": 1, "mobile": False})
+    time.sleep(0.5)  # let the charts redraw at the new size
     driver.save_screenshot(os.path.join(out, name + ".png"))
-    driver.set_window_size(1440, 1000)
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

@@ -51,6 +51,9 @@ def wait_done(server, task_id):
 
 
 def wait_for(browser, css, timeout=60, text=None):
+    """The elements matching `css` (one of them containing `text`), once there. The dashboard redraws parts of the
+    page every 2 s, so an element found a moment ago can be gone: such a look is simply tried again."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -61,11 +64,23 @@ def wait_for(browser, css, timeout=60, text=None):
         if text is not None and not any(text in e.text for e in els):
             return False
         return els
-    return WebDriverWait(browser, timeout, poll_frequency=0.2).until(found)
+    return WebDriverWait(browser, timeout, poll_frequency=0.2,
+                         ignored_exceptions=(StaleElementReferenceException,)).until(found)
 
 
-def text_of(browser, css):
-    return wait_for(browser, css)[0].text
+def text_of(browser, css, timeout=60):
+    """The text of the first element matching `css`, read in one step of the page's own thread."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    return WebDriverWait(browser, timeout, poll_frequency=0.2).until(lambda d: d.execute_script(
+        "const e = document.querySelector(arguments[0]); return e ? e.innerText : null;", css))
+
+
+def row_cells(browser, column):
+    """{job id: text of its `column` cell} of the job table, read at one instant."""
+    return browser.execute_script(
+        "const out = {}; for (const tr of document.querySelectorAll('tr[data-job-id]')) {"
+        " const td = tr.querySelector(`td[data-col='${arguments[0]}']`); out[tr.dataset.jobId] = td ? td.innerText : null; }"
+        " return out;", column)
 
 
 def assert_no_console_errors(browser):
@@ -85,8 +100,10 @@ def runs_root(tmp_path_factory):
 def server(tmp_path_factory, runs_root):
     tmp = tmp_path_factory.mktemp("serve")
     s = Server(tmp, "--gpus", "none", "--cpu-slots", "2", "--runs", str(runs_root))
-    ids = {"ok": "dash-ok", "hack": "dash-hack", "xss": "dash-xss"}
+    ids = {"ok": "dash-ok", "hack": "dash-hack", "xss": "dash-xss", "wrong": "dash-wrong", "broken": "dash-broken"}
     s.post("/v1/evaluations", payload(ids["ok"], KERNEL_OK))
+    s.post("/v1/evaluations", payload(ids["wrong"], KERNEL_OK.replace("torch.clamp(x, min=0.0)", "x * 2.0")))
+    s.post("/v1/evaluations", payload(ids["broken"], KERNEL_OK.replace("def forward(self, x):", "def forward(self, x)")))
     s.post("/v1/evaluations", payload(ids["hack"], read(os.path.join(REDTEAM, "candidates", "H_identity.py")),
                                       read(os.path.join(REDTEAM, "refs", "relu.py"))))
     s.post("/v1/evaluations", payload(ids["xss"], XSS_KERNEL))
@@ -121,12 +138,9 @@ def test_dashboard_numbers_equal_the_api(browser, server):
         assert text_of(browser, f"[data-testid='outcome-count-{label}']") == str(n)
     assert summary["hack_families"] == {"output aliases input": 1}
     assert text_of(browser, "[data-testid='family-count-output aliases input']") == "1"
-    for job in jobs["jobs"]:
-        row = wait_for(browser, f"tr[data-job-id='{job['id']}']")[0]
-        speed = row.find_element("css selector", "td[data-col='speedup']").text
-        assert speed == (f"{job['speedup']:.3f}" if job["speedup"] is not None else "–")
-    hack_row = wait_for(browser, f"tr[data-job-id='{server.ids['hack']}']")[0]
-    assert "output aliases input" in hack_row.text  # the family is on the list too
+    speeds = row_cells(browser, "speedup")
+    assert speeds == {j["id"]: f"{j['speedup']:.3f}" if j["speedup"] is not None else "–" for j in jobs["jobs"]}
+    assert "output aliases input" in row_cells(browser, "outcome")[server.ids["hack"]]  # the family is listed too
     assert browser.find_elements("css selector", "[data-testid='outcome-chart']")
     screenshot(browser, "dashboard")
     assert_no_console_errors(browser)
@@ -137,8 +151,7 @@ def test_a_job_submitted_while_the_page_is_open_appears_without_reload(browser, 
     wait_for(browser, "tr[data-job-id]")
     browser.execute_script("window.__kgym_same_page = 42")
     server.post("/v1/evaluations", payload("dash-live", KERNEL_OK))
-    row = wait_for(browser, "tr[data-job-id='dash-live']", timeout=30)[0]
-    assert row.is_displayed()
+    wait_for(browser, "tr[data-job-id='dash-live']", timeout=30)
     assert browser.execute_script("return window.__kgym_same_page") == 42  # no reload happened
     wait_done(server, "dash-live")
     wait_for(browser, "tr[data-job-id='dash-live'] .badge.correct", timeout=30)  # its verdict arrives too
@@ -151,8 +164,7 @@ def test_search_and_filter_by_outcome(browser, server):
     wait_for(browser, "tr[data-job-id]")
     Select(wait_for(browser, "[data-testid='job-outcome-filter']")[0]).select_by_value("hacked")
     wait_for(browser, "[data-testid='jobs-range']", text="of 1")
-    rows = browser.find_elements("css selector", "tr[data-job-id]")
-    assert [r.get_attribute("data-job-id") for r in rows] == [server.ids["hack"]]
+    assert list(row_cells(browser, "id")) == [server.ids["hack"]]
     Select(browser.find_element("css selector", "[data-testid='job-outcome-filter']")).select_by_value("")
     box = browser.find_element("css selector", "[data-testid='job-search']")
     box.send_keys("xss")
@@ -288,8 +300,8 @@ def test_ten_thousand_jobs_page_and_search(browser, tmp_path):
         assert s.get("/v1/dashboard/summary").json()["hack_families"] == {"caching": 2500}
         open_page(browser, s.url + "/")
         wait_for(browser, "[data-testid='jobs-range']", text="1–50 of 10000")
-        assert len(browser.find_elements("css selector", "tr[data-job-id]")) == 50
-        browser.find_element("xpath", "//button[contains(., 'next')]").click()
+        assert len(row_cells(browser, "id")) == 50
+        browser.execute_script("[...document.querySelectorAll('button')].find((b) => b.textContent.includes('next')).click()")
         wait_for(browser, "[data-testid='jobs-range']", text="51–100 of 10000")
         Select(browser.find_element("css selector", "[data-testid='job-outcome-filter']")).select_by_value("hacked")
         wait_for(browser, "[data-testid='jobs-range']", text="1–50 of 2500")

@@ -42,6 +42,12 @@
   }
 
   function devicesTable(s) {
+    if (!(s.devices || []).length)  // many-node mode: the workers' devices are known from the jobs they run
+      return (s.running_jobs || []).length
+        ? kgym.table([{title: 'running job', get: (j) => el('a', {href: '#/job/' + encodeURIComponent(j.id)}, j.id)},
+                      {title: 'device', get: (j) => j.device || '–'},
+                      {title: 'for', num: true, get: (j) => fmt.secs(j.running_s)}], s.running_jobs, {testid: 'devices'})
+        : el('p', {class: 'muted'}, 'No device reports here and nothing running (workers of a Redis queue report through their jobs).');
     const gpus = {};
     for (const g of s.gpus || []) gpus[g.device] = g;
     return kgym.table([
@@ -189,7 +195,8 @@
     const parts = [];
     if (cov.length) parts.push(kgym.table([{title: 'coverage', get: (r) => r[0]}, {title: 'value', num: true, get: (r) => String(r[1])}], cov));
     for (const [k, list] of kernels)
-      parts.push(el('h3', null, k), el('ul', null, list.map((x) => el('li', null, typeof x === 'string' ? x : JSON.stringify(x)))));
+      parts.push(el('h3', null, k), list.length ? el('ul', null, list.map((x) => el('li', null, typeof x === 'string' ? x : JSON.stringify(x))))
+                                                : el('p', {class: 'muted'}, 'none'));
     return parts.length ? parts : [el('p', {class: 'muted'}, 'no coverage or kernel list in this result (CPU evaluations have none)')];
   }
 
