@@ -13,7 +13,7 @@ import time
 import urllib.request
 
 import pytest
-from conftest import console_errors, screenshot
+from browser_util import console_errors, screenshot
 from run_folders import agent_run, fill_store, training_run
 from server_util import KERNEL_OK, KGYM_BIN, REF, Server, drkernel_payload
 
@@ -309,4 +309,21 @@ def test_ten_thousand_jobs_page_and_search(browser, tmp_path):
         wait_for(browser, "[data-testid='jobs-range']", text="of 3")  # 09991, 09995, 09999 are hacked
         assert_no_console_errors(browser)
     finally:
+        s.kill()
+
+
+def test_the_page_asks_for_the_token_of_a_guarded_server(browser, tmp_path):
+    (tmp_path / "token").write_text("s3cret\n")
+    s = Server(tmp_path, "--evaluator", "simulated", "--gpus", "none", "--token-file", str(tmp_path / "token"))
+    try:
+        browser.get(s.url + "/dashboard")
+        box = wait_for(browser, "input[type='password']")[0]
+        assert "needs a token" in text_of(browser, "main")
+        refused = console_errors(browser)  # the browser logs the refused first call; nothing else may fail
+        assert refused and all("/v1/ui" in e["message"] and "401" in e["message"] for e in refused), refused
+        box.send_keys("s3cret\n")
+        wait_for(browser, "[data-testid='jobs-range']", text="of 0")
+        assert_no_console_errors(browser)
+    finally:
+        browser.execute_script("sessionStorage.clear()")
         s.kill()
