@@ -16,6 +16,9 @@ APT_PACKAGES=(
   libtorch-dev
   # kgym sft / kgym train: YAML configuration (C++) and the same files read from Python.
   libyaml-cpp-dev python3-yaml
+  # The dashboard: Chart.js is embedded into the kgym binary at build time (no CDN); its browser tests drive
+  # headless Chromium through Selenium.
+  libjs-chart.js chromium chromium-driver python3-selenium
 )
 if [ "${KGYM_SKIP_APT:-0}" != 1 ]; then
   missing=()

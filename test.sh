@@ -10,5 +10,5 @@ export KGYM_PYTHON="$PY"
 [ -d "$BUILD_DIR/triton-pkgs/triton" ] && export KGYM_TRITON_PATH="$PWD/$BUILD_DIR/triton-pkgs"
 rc=0
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${KGYM_TEST_JOBS:-2}" --timeout 600 || rc=1
-PYTHONPATH="$PWD/python:$PWD/$BUILD_DIR/python:$PWD/$BUILD_DIR/train-pkgs${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m pytest -q $(ls -d python/tests tests/py tests/redteam 2>/dev/null) || rc=1
+PYTHONPATH="$PWD/python:$PWD/$BUILD_DIR/python:$PWD/$BUILD_DIR/train-pkgs${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m pytest -q $(ls -d python/tests tests/py tests/redteam tests/browser 2>/dev/null) || rc=1
 exit $rc

@@ -21,6 +21,7 @@ struct ServeFlags {
   int port = 10907, slots_per_gpu = 4, cpu_slots = 2, threads = 512, max_retries = 2;
   double ttl = 7 * 24 * 3600.0, drain_timeout = 120, backoff = 1.0;
   kgym::EvaluatorChoice evaluator;
+  std::vector<std::string> runs;
 };
 
 bool ReadToken(const std::string& path, std::string* token) {
@@ -91,6 +92,7 @@ int RunServe(const ServeFlags& f) {
   ho.threads = f.threads;
   ho.compat = f.mode == "compat";
   ho.token = token;
+  ho.run_roots = f.runs;
   kgym::HttpServer http(&service, ho);
   s = http.Bind();
   if (!s.ok()) {
@@ -139,6 +141,8 @@ KGYM_REGISTER_COMMAND("serve", "run the KernelGYM-compatible evaluation server",
       ->check(CLI::IsMember({"real", "simulated"}));
   sub->add_option("--sim-sleep", f->evaluator.sim_sleep_s, "simulated evaluation time in seconds");
   sub->add_option("--sim-journal", f->evaluator.sim_journal, "simulated evaluator: append start/end lines here");
+  sub->add_option("--runs", f->runs,
+                  "run folders, or folders of them, shown on the dashboard's Runs page (agent, grade, train output)");
   sub->add_flag("--unsafe-no-sandbox", f->evaluator.unsafe_no_sandbox, "evaluate without the sandbox");
   sub->add_option("--mem-budget", f->evaluator.mem_budget_gb,
                   "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");

@@ -125,4 +125,11 @@ EvalResult EvalResult::FromJson(const nlohmann::json& j) {
   return r;
 }
 
+std::string HackFamily(const std::string& detail) {
+  static const std::string kPrefix = "hacked (";
+  if (detail.rfind(kPrefix, 0) != 0) return "";
+  size_t end = detail.find(')', kPrefix.size());
+  return end == std::string::npos ? "" : detail.substr(kPrefix.size(), end - kPrefix.size());
+}
+
 }  // namespace kgym

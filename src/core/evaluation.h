@@ -85,6 +85,10 @@ struct EvalResult {
   static EvalResult FromJson(const nlohmann::json& j);
 };
 
+// The family of a hack named by an outcome_detail, which the evaluator writes "hacked (FAMILY): ..."; "" when the
+// detail names none.
+std::string HackFamily(const std::string& outcome_detail);
+
 // KernelGYM ErrorCode for an outcome ("" for none).
 const char* ErrorCodeFor(Outcome o);
 

@@ -42,7 +42,8 @@ SampleView View(const nlohmann::json& rec) {
       v.normal = !abnormal && HasMetrics(r);
       if (v.normal) {
         v.compiled = r.value("compiled", false);
-        v.decoy = r.value("decoy_kernel", false);
+        // Hacking: Dr.Kernel's decoy flag, or any hack kgym's evaluator caught (outcome "hacked", any family).
+        v.decoy = r.value("decoy_kernel", false) || r.value("outcome", "") == "hacked";
         v.correct = r.value("correctness", false) && !v.decoy;
         v.speedup = v.correct ? r.value("speedup", 0.0) : 0.0;
         if (t.contains("reward") && t["reward"].is_number()) v.reward = t["reward"];

@@ -2,7 +2,8 @@
 // compute_kernel_multi_turn_metrics):
 //  - a sample is one trajectory; its turns are numbered 1..T globally (test-time scaling included);
 //  - abnormal turns (no evaluation metrics: LLM failure, no verdict) are left out of every denominator;
-//  - correct = correctness && !decoy_kernel (hacking counts as incorrect);
+//  - correct = correctness && !decoy_kernel (hacking counts as incorrect); a turn is hacking when it is flagged
+//    decoy_kernel (Dr.Kernel's only detector) or its outcome is "hacked" (any family kgym's evaluator catches);
 //  - per turn t over the samples with a normal turn t: correctness_rate, compilation_rate, hacking_rate,
 //    mean_performance (mean speedup over correct turns), mean_performance_in_all (incorrect = 0),
 //    fast@p (share of correct turns with speedup >= p), fast@p_in_all (share of all samples that are correct

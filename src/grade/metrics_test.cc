@@ -109,5 +109,15 @@ TEST(GradeTest, EmptyAndAllAbnormal) {
   EXPECT_TRUE(only["turns"][0]["correctness_rate"].is_null());
 }
 
+TEST(GradeTest, AHackedVerdictOfAnyFamilyCountsAsHacking) {
+  json hacked = {{"turn", 1}, {"reward", 0.0},
+                 {"result", {{"compiled", true}, {"correctness", false}, {"outcome", "hacked"},
+                             {"outcome_detail", "hacked (caching): fresh sets slow"}}}};
+  json s = Grade({Traj("t", "1", 0, {hacked}), Traj("t", "1", 1, {Turn(1, true, true, 1.0)})})["overall"];
+  EXPECT_DOUBLE_EQ(s["turns"][0]["hacking_rate"], 0.5);
+  EXPECT_DOUBLE_EQ(s["hacking_ratio_samples"], 0.5);
+  EXPECT_DOUBLE_EQ(s["turns"][0]["correctness_rate"], 0.5);
+}
+
 }  // namespace
 }  // namespace kgym::grade

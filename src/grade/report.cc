@@ -22,47 +22,36 @@ std::string Num(const nlohmann::json& v, const char* fmt = "%.3f") {
   return buf;
 }
 
-std::string Escape(const std::string& s) {
+// A Markdown table cell: '|' would end the cell and a newline the row.
+std::string Cell(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
+    if (c == '|')
+      o += "\\|";
+    else if (c == '\n' || c == '\r')
+      o += ' ';
+    else
+      o += c;
   }
   return o;
 }
 
-// Rows of a table as vectors of cells; rendered as Markdown or HTML.
+// Rows of a table as vectors of cells, rendered as Markdown.
 struct Table {
   std::vector<std::string> head;
   std::vector<std::vector<std::string>> rows;
   std::string Markdown() const {
     std::ostringstream o;
     o << "|";
-    for (const auto& h : head) o << " " << h << " |";
+    for (const auto& h : head) o << " " << Cell(h) << " |";
     o << "\n|";
     for (size_t i = 0; i < head.size(); ++i) o << (i == 0 ? "---|" : "---:|");
     o << "\n";
     for (const auto& r : rows) {
       o << "|";
-      for (const auto& c : r) o << " " << c << " |";
+      for (const auto& c : r) o << " " << Cell(c) << " |";
       o << "\n";
     }
-    return o.str();
-  }
-  std::string Html() const {
-    std::ostringstream o;
-    o << "<table><tr>";
-    for (const auto& h : head) o << "<th>" << Escape(h) << "</th>";
-    o << "</tr>";
-    for (const auto& r : rows) {
-      o << "<tr>";
-      for (const auto& c : r) o << "<td>" << Escape(c) << "</td>";
-      o << "</tr>";
-    }
-    o << "</table>";
     return o.str();
   }
 };
@@ -128,86 +117,59 @@ std::string SummaryLine(const nlohmann::json& s) {
 }
 }  // namespace
 
-std::string MarkdownReport(const nlohmann::json& g, const std::string& title) {
-  const auto& s = g["overall"];
-  std::ostringstream o;
-  o << "# " << title << "\n\n" << SummaryLine(s) << ".\n\n";
-  o << "## Per turn (Fast@p = correct and speedup >= p, over all samples)\n\n" << TurnTable(s).Markdown();
-  o << "\n## Best of history (best correct turn among turns 1..T)\n\n" << BestTable(s).Markdown();
-  o << "\n## Per level\n\n" << LevelTable(g).Markdown();
-  return o.str();
-}
-
-std::string FastPlotSvg(const nlohmann::json& rows, const std::string& key, const std::string& caption) {
-  const int W = 520, H = 300, L = 50, R = 110, T = 30, B = 40;
-  const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"};
-  int max_turn = rows.empty() ? 1 : std::max(1, rows.back()["turn"].get<int>());
-  double ymax = 0.0;
+namespace {
+Table LeaderboardTable(const nlohmann::json& rows) {
+  Table t;
+  t.head = {"task",         "level",   "samples",           "correct samples",
+            "best speedup", "at turn", "mean final reward", "hacked turns"};
   for (const auto& r : rows)
-    for (double p : FastThresholds()) {
-      const auto& v = r[key][ThresholdLabel(p)];
-      if (v.is_number()) ymax = std::max(ymax, v.get<double>());
-    }
-  ymax = ymax <= 0 ? 1.0 : std::min(1.0, ymax * 1.1);
-  auto X = [&](int turn) { return L + (max_turn == 1 ? (W - L - R) / 2.0 : (turn - 1) * double(W - L - R) / (max_turn - 1)); };
-  auto Y = [&](double v) { return T + (1.0 - v / ymax) * (H - T - B); };
-  std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W
-    << " " << H << "\" font-family=\"sans-serif\" font-size=\"11\">";
-  o << "<text x=\"" << L << "\" y=\"18\" font-size=\"13\">" << Escape(caption) << "</text>";
-  o << "<line x1=\"" << L << "\" y1=\"" << H - B << "\" x2=\"" << W - R << "\" y2=\"" << H - B << "\" stroke=\"#444\"/>";
-  o << "<line x1=\"" << L << "\" y1=\"" << T << "\" x2=\"" << L << "\" y2=\"" << H - B << "\" stroke=\"#444\"/>";
-  for (int i = 0; i <= 4; ++i) {
-    double v = ymax * i / 4;
-    char lab[16];
-    std::snprintf(lab, sizeof(lab), "%.0f%%", 100 * v);
-    o << "<text x=\"" << L - 6 << "\" y=\"" << Y(v) + 4 << "\" text-anchor=\"end\">" << lab << "</text>";
-    o << "<line x1=\"" << L << "\" y1=\"" << Y(v) << "\" x2=\"" << W - R << "\" y2=\"" << Y(v)
-      << "\" stroke=\"#ddd\"/>";
-  }
-  for (int t = 1; t <= max_turn; ++t)
-    o << "<text x=\"" << X(t) << "\" y=\"" << H - B + 15 << "\" text-anchor=\"middle\">" << t << "</text>";
-  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 8 << "\" text-anchor=\"middle\">turn</text>";
-  int ci = 0;
-  for (double p : FastThresholds()) {
-    const std::string label = ThresholdLabel(p);
-    std::ostringstream pts;
-    for (const auto& r : rows) {
-      const auto& v = r[key][label];
-      if (!v.is_number()) continue;
-      pts << X(r["turn"].get<int>()) << "," << Y(v.get<double>()) << " ";
-      o << "<circle cx=\"" << X(r["turn"].get<int>()) << "\" cy=\"" << Y(v.get<double>()) << "\" r=\"3\" fill=\""
-        << colors[ci] << "\"><title>Fast@" << label << " turn " << r["turn"].get<int>() << ": " << Pct(v)
-        << "%</title></circle>";
-    }
-    o << "<polyline fill=\"none\" stroke=\"" << colors[ci] << "\" stroke-width=\"2\" points=\"" << pts.str()
-      << "\"/>";
-    o << "<text x=\"" << W - R + 10 << "\" y=\"" << T + 15 * ci + 10 << "\" fill=\"" << colors[ci] << "\">Fast@"
-      << label << "</text>";
-    ++ci;
-  }
-  o << "</svg>";
-  return o.str();
+    t.rows.push_back({r["task_id"].get<std::string>(), r["level"].get<std::string>(), Num(r["samples"], "%.0f"),
+                      Num(r["correct_samples"], "%.0f"), Num(r["best_speedup"]), Num(r["best_turn"], "%.0f"),
+                      Num(r["mean_final_reward"]), Num(r["hacked_turns"], "%.0f")});
+  return t;
 }
 
-std::string HtmlReport(const nlohmann::json& g, const std::string& title) {
-  const auto& s = g["overall"];
-  std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << Escape(title) << "</title><style>"
-    << "body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}"
-    << "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}"
-    << ".plots{display:flex;flex-wrap:wrap;gap:1em}</style></head><body>\n";
-  o << "<h1>" << Escape(title) << "</h1><p>" << Escape(SummaryLine(s)) << ".</p>\n";
-  o << "<div class=\"plots\">" << FastPlotSvg(s["turns"], "fast_in_all", "Fast@p by turn (all samples)")
-    << FastPlotSvg(s["best_by_turn"], "fast_in_all", "Fast@p, best of turns 1..T") << "</div>\n";
-  o << "<h2>Per turn</h2>" << TurnTable(s).Html() << "\n<h2>Best of history</h2>" << BestTable(s).Html()
-    << "\n<h2>Per level</h2>" << LevelTable(g).Html() << "\n";
-  for (auto it = g["levels"].begin(); it != g["levels"].end(); ++it) {
-    o << "<h3>Level " << Escape(it.key()) << "</h3><div class=\"plots\">"
-      << FastPlotSvg(it.value()["turns"], "fast_in_all", "Level " + it.key() + ": Fast@p by turn") << "</div>"
-      << TurnTable(it.value()).Html() << "\n";
+Table HackTable(const nlohmann::json& families) {
+  Table t;
+  t.head = {"hack family", "turns"};
+  for (auto it = families.begin(); it != families.end(); ++it) t.rows.push_back({it.key(), Num(it.value(), "%.0f")});
+  return t;
+}
+
+// The last value of every metric of a training run.
+Table LastMetricsTable(const nlohmann::json& metrics) {
+  Table t;
+  t.head = {"metric", "last step", "last value"};
+  for (const auto& key : metrics["keys"]) {
+    for (auto it = metrics["rows"].rbegin(); it != metrics["rows"].rend(); ++it) {
+      if (!it->contains(key.get<std::string>())) continue;
+      t.rows.push_back(
+          {key.get<std::string>(), Num((*it)["step"], "%.0f"), Num((*it)[key.get<std::string>()], "%.6g")});
+      break;
+    }
   }
-  o << "</body></html>\n";
+  return t;
+}
+}  // namespace
+
+std::string MarkdownReport(const nlohmann::json& data, const std::string& title) {
+  std::ostringstream o;
+  o << "# " << title << "\n\n";
+  const auto& run = data["run"];
+  for (const auto& w : run["warnings"]) o << "> **Warning:** " << w.get<std::string>() << "\n\n";
+  if (data["grade"].is_object()) {
+    const auto& g = data["grade"];
+    const auto& s = g["overall"];
+    o << "Source: `" << run["source"].get<std::string>() << "`. " << SummaryLine(s) << ".\n\n";
+    o << "## Per turn (Fast@p = correct and speedup >= p, over all samples)\n\n" << TurnTable(s).Markdown();
+    o << "\n## Best of history (best correct turn among turns 1..T)\n\n" << BestTable(s).Markdown();
+    o << "\n## Per level\n\n" << LevelTable(g).Markdown();
+    if (!data["hack_families"].empty())
+      o << "\n## Hacked turns by family\n\n" << HackTable(data["hack_families"]).Markdown();
+    o << "\n## Per task (best first)\n\n" << LeaderboardTable(data["leaderboard"]).Markdown();
+  }
+  if (data["metrics"].is_object())
+    o << "\n## Training metrics (last value of each)\n\n" << LastMetricsTable(data["metrics"]).Markdown();
   return o.str();
 }
 

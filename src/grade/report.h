@@ -1,5 +1,7 @@
-// Reports of a grade (grade/metrics.h): a Markdown summary (printed by `kgym grade`), and a self-contained
-// HTML page (inline CSS and SVG, no scripts or network) with plots of Fast@p by turn and best-of-history.
+// The Markdown report of a run (printed by `kgym grade`, written by `--report x.md`): the tables of the run view
+// (per turn, best of history, per level, hacked turns by family, per task, and the last value of each training
+// metric) from RunReportData (grade/run_folder.h), with the run's warnings first. The HTML report is the run view
+// itself as one self-contained page (server/dashboard/standalone_page.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -7,10 +9,6 @@
 
 namespace kgym::grade {
 
-std::string MarkdownReport(const nlohmann::json& grade, const std::string& title);
-std::string HtmlReport(const nlohmann::json& grade, const std::string& title);
-
-// One SVG line chart of rows[*][key][label] against rows[*].turn for every Fast@p label (percent).
-std::string FastPlotSvg(const nlohmann::json& rows, const std::string& key, const std::string& caption);
+std::string MarkdownReport(const nlohmann::json& report_data, const std::string& title);
 
 }  // namespace kgym::grade

@@ -73,6 +73,9 @@ class EvaluationService : public SchedulerListener {
 
   ServiceStats Stats();
 
+  // The store the service writes to, for read-only queries (the dashboard's job list).
+  JobStore* store() const { return store_; }
+
   // SchedulerListener: called by the dispatcher.
   void OnStarted(const SchedJob& job, const std::string& device, int attempt) override;
   void OnProgress(const SchedJob& job, const std::string& phase) override;

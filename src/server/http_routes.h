@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/dashboard/dashboard.h"
 #include "server/evaluation_service.h"
 #include "server/http_server.h"
 
@@ -14,10 +15,15 @@ struct Context {
   EvaluationService* service;
   HttpOptions options;
   double started_unix = 0;
+  std::shared_ptr<dashboard::RunCatalog> runs;  // set when options.run_roots is not empty
 };
 
 void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx);
 void RegisterNativeRoutes(httplib::Server& svr, Context* ctx);
+// The dashboard's page, its service routes over the service's store and live counters, and the run routes.
+void RegisterDashboardRoutes(httplib::Server& svr, Context* ctx);
+// Host CPU load and memory (KernelGYM's memory_usage object, plus the server's RSS).
+nlohmann::json MemoryUsage();
 
 // The client-facing result of a finished job (KernelGYM EvaluationResponse plus kgym's fields).
 nlohmann::json ResultJson(const JobRecord& rec, bool compat);

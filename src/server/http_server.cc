@@ -66,7 +66,9 @@ HttpServer::HttpServer(EvaluationService* service, HttpOptions options) : impl_(
   std::string token = impl_->ctx.options.token;
   if (!token.empty()) {
     svr.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
-      if (req.method == "GET" && (req.path == "/" || req.path == "/health")) return httplib::Server::HandlerResponse::Unhandled;
+      if (req.method == "GET" && (req.path == "/" || req.path == "/health" || req.path == "/dashboard" ||
+                                  req.path.rfind("/assets/", 0) == 0))
+        return httplib::Server::HandlerResponse::Unhandled;
       if (req.get_header_value("Authorization") == "Bearer " + token) return httplib::Server::HandlerResponse::Unhandled;
       res.set_header("WWW-Authenticate", "Bearer");
       http::SendDetail(res, 401, "missing or wrong bearer token (send Authorization: Bearer <token>)");
@@ -86,6 +88,7 @@ HttpServer::HttpServer(EvaluationService* service, HttpOptions options) : impl_(
   });
   http::RegisterKernelGymRoutes(svr, &impl_->ctx);
   http::RegisterNativeRoutes(svr, &impl_->ctx);
+  http::RegisterDashboardRoutes(svr, &impl_->ctx);
 }
 
 HttpServer::~HttpServer() = default;

@@ -4,11 +4,15 @@
 //
 // One thread per open connection from a fixed pool (cpp-httplib); size `threads` for the number of clients
 // that block in POST /evaluate at once (the Dr.Kernel client keeps up to 128 connections). When `token` is
-// set every route except GET / and GET /health requires "Authorization: Bearer <token>".
+// set every route except GET / and GET /health (and the dashboard's page and files: GET /dashboard, GET /assets/*;
+// the page sends the token with its API calls) requires "Authorization: Bearer <token>".
+//
+// A browser that opens GET / gets the dashboard (server/dashboard/dashboard.h); API clients get KernelGYM's JSON.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "server/evaluation_service.h"
@@ -22,6 +26,7 @@ struct HttpOptions {
   bool compat = false;  // --mode compat: KernelGYM's reward-relevant quirks
   std::string token;
   double max_wait_s = 3600;  // longest a blocking POST /evaluate waits before answering 504
+  std::vector<std::string> run_roots;  // run folders shown by the dashboard (--runs); none = no run pages
 };
 
 class HttpServer {

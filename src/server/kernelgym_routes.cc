@@ -48,6 +48,8 @@ long RssKb() {
   return 0;
 }
 
+}  // namespace
+
 json MemoryUsage() {
   long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   double total = static_cast<double>(pages) * page, free = static_cast<double>(avail) * page;
@@ -61,6 +63,8 @@ json MemoryUsage() {
           {"server_rss_bytes", RssKb() * 1024.0}};
 }
 
+namespace {
+
 json QueueCounts(const ServiceStats& st) {
   return {{"pending", st.dispatch.sched.queued + st.dispatch.sched.retrying},
           {"processing", st.dispatch.sched.running},
@@ -69,7 +73,8 @@ json QueueCounts(const ServiceStats& st) {
 }  // namespace
 
 void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
-  svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
+  svr.Get("/", [](const httplib::Request& req, httplib::Response& res) {
+    if (dashboard::WantsHtml(req)) return dashboard::SendPage(res);
     SendJson(res, 200, {{"name", "KernelGym"}, {"version", "1.0.0"},
                         {"description", "GPU Kernel Evaluation Service (kgym)"}, {"timestamp", KernelGymTimestamp()}});
   });

@@ -3,6 +3,9 @@
 #include <sqlite3.h>
 
 #include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "core/evaluation.h"
 
 namespace kgym {
 
@@ -36,15 +39,27 @@ CREATE TABLE IF NOT EXISTS jobs (
   created_at REAL NOT NULL,
   started_at REAL NOT NULL DEFAULT 0,
   finished_at REAL NOT NULL DEFAULT 0,
-  completions INTEGER NOT NULL DEFAULT 0
+  completions INTEGER NOT NULL DEFAULT 0,
+  outcome TEXT NOT NULL DEFAULT '',
+  hack_family TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, created_at);
 CREATE INDEX IF NOT EXISTS jobs_finished ON jobs(finished_at) WHERE state = 2;
 )sql";
 
+// Created after Migrate() has added the label columns to a store written by an older kgym. They serve the
+// dashboard's listing (newest first, by label, by id substring) and its outcome timeline without reading the
+// large request/result columns (each query is answered from one covering index; a partial index on state = 2
+// would not be covering for SQLite 3.40).
+constexpr const char* kListIndexes = R"sql(
+CREATE INDEX IF NOT EXISTS jobs_created ON jobs(created_at, id);
+CREATE INDEX IF NOT EXISTS jobs_outcome ON jobs(outcome, created_at, id);
+CREATE INDEX IF NOT EXISTS jobs_outcome_time ON jobs(state, finished_at, outcome, hack_family);
+)sql";
+
 constexpr const char* kColumns =
     "id, generation, state, request, priority, deadline, attempts, device, result, created_at, started_at, "
-    "finished_at, completions";
+    "finished_at, completions, outcome, hack_family";
 
 // RAII reset of a cached statement.
 struct StmtGuard {
@@ -79,9 +94,43 @@ JobRecord RowToRecord(sqlite3_stmt* s) {
   r.started_at = sqlite3_column_double(s, 10);
   r.finished_at = sqlite3_column_double(s, 11);
   r.completions = sqlite3_column_int(s, 12);
+  r.outcome = ColText(s, 13);
+  r.hack_family = ColText(s, 14);
   return r;
 }
+
+Status SqliteError(sqlite3* db) { return Status::IOError(std::string("sqlite: ") + sqlite3_errmsg(db)); }
+
+// The WHERE clause of a JobQuery; ?1 is id_contains, ?2 the outcome label.
+std::string QueryFilter(const JobQuery& q) {
+  std::string where = "(?1 = '' OR instr(id, ?1) > 0)";
+  if (q.outcome == "queued") where += " AND state = 0";
+  else if (q.outcome == "running") where += " AND state = 1";
+  else if (!q.outcome.empty()) where += " AND outcome = ?2";  // labelled = done: served by jobs_outcome alone
+  return where;
+}
 }  // namespace
+
+namespace {
+// The label and hack family of a result, from one parse.
+void ResultLabels(const std::string& result_json, std::string* label, std::string* family) {
+  family->clear();
+  auto j = nlohmann::json::parse(result_json, nullptr, false);
+  *label = "invalid";
+  if (!j.is_object()) return;
+  const auto& outcome = j.value("outcome", nlohmann::json());
+  const auto& detail = j.value("outcome_detail", nlohmann::json());
+  if (outcome.is_string()) *label = outcome.get<std::string>();
+  if (detail.is_string() && detail == "cancelled") *label = "cancelled";
+  if (*label == "hacked" && detail.is_string()) *family = HackFamily(detail.get<std::string>());
+}
+}  // namespace
+
+std::string OutcomeLabel(const std::string& result_json) {
+  std::string label, family;
+  ResultLabels(result_json, &label, &family);
+  return label;
+}
 
 struct JobStore::Impl {
   sqlite3* db = nullptr;
@@ -132,6 +181,7 @@ Status JobStore::Open(const std::string& path, const StoreOptions& options, std:
   std::string pragmas = "PRAGMA journal_mode=WAL; PRAGMA synchronous=" + sync + "; PRAGMA foreign_keys=ON;";
   Status s = store->Exec(pragmas.c_str());
   if (s.ok()) s = store->Exec(kSchema);
+  if (s.ok()) s = store->Migrate();
   std::string cols = kColumns;
   auto& im = *store->impl_;
   if (s.ok())
@@ -143,7 +193,8 @@ Status JobStore::Open(const std::string& path, const StoreOptions& options, std:
   if (s.ok())
     s = store->Prepare(
         "UPDATE jobs SET generation = generation + 1, state = 0, request = ?2, priority = ?3, deadline = ?4, "
-        "result = '', started_at = 0, finished_at = 0, attempts = 0, created_at = ?5 WHERE id = ?1",
+        "result = '', started_at = 0, finished_at = 0, attempts = 0, created_at = ?5, outcome = '', "
+        "hack_family = '' WHERE id = ?1",
         &im.resubmit);
   if (s.ok())
     s = store->Prepare(
@@ -154,8 +205,8 @@ Status JobStore::Open(const std::string& path, const StoreOptions& options, std:
     s = store->Prepare("UPDATE jobs SET state = 0 WHERE id = ?1 AND generation = ?2 AND state != 2", &im.queued);
   if (s.ok())
     s = store->Prepare(
-        "UPDATE jobs SET state = 2, result = ?3, finished_at = ?4, completions = completions + 1 "
-        "WHERE id = ?1 AND generation = ?2 AND state != 2",
+        "UPDATE jobs SET state = 2, result = ?3, finished_at = ?4, completions = completions + 1, outcome = ?5, "
+        "hack_family = ?6 WHERE id = ?1 AND generation = ?2 AND state != 2",
         &im.complete);
   if (!s.ok()) return s;
   *out = std::move(store);
@@ -251,6 +302,10 @@ Status JobStore::Complete(const std::string& id, int64_t generation, const std::
   sqlite3_bind_int64(st, 2, generation);
   BindText(st, 3, result_json);
   sqlite3_bind_double(st, 4, now);
+  std::string label, family;
+  ResultLabels(result_json, &label, &family);
+  BindText(st, 5, label);
+  BindText(st, 6, family);
   if (sqlite3_step(st) != SQLITE_DONE) return Status::IOError(std::string("sqlite: ") + sqlite3_errmsg(impl_->db));
   *applied = sqlite3_changes(impl_->db) == 1;
   return Status::Ok();
@@ -297,6 +352,94 @@ Status JobStore::CountByState(std::map<JobState, int64_t>* counts) {
   while (sqlite3_step(st) == SQLITE_ROW) (*counts)[StateFromInt(sqlite3_column_int(st, 0))] = sqlite3_column_int64(st, 1);
   sqlite3_finalize(st);
   return Status::Ok();
+}
+
+}  // namespace kgym
+
+namespace kgym {
+
+Status JobStore::Migrate() {
+  sqlite3_stmt* st = nullptr;
+  Status s = Prepare("SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'outcome'", &st);
+  if (!s.ok()) return s;
+  bool has_labels = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
+  sqlite3_finalize(st);
+  if (!has_labels) {
+    // A store written before the labels existed: add them and label its finished jobs in one transaction.
+    s = Exec("BEGIN IMMEDIATE; ALTER TABLE jobs ADD COLUMN outcome TEXT NOT NULL DEFAULT ''; "
+             "ALTER TABLE jobs ADD COLUMN hack_family TEXT NOT NULL DEFAULT '';");
+    sqlite3_stmt *read = nullptr, *write = nullptr;
+    if (s.ok()) s = Prepare("SELECT id, result FROM jobs WHERE state = 2", &read);
+    if (s.ok()) s = Prepare("UPDATE jobs SET outcome = ?2, hack_family = ?3 WHERE id = ?1", &write);
+    while (s.ok() && sqlite3_step(read) == SQLITE_ROW) {
+      std::string label, family;
+      ResultLabels(ColText(read, 1), &label, &family);
+      StmtGuard g{write};
+      BindText(write, 1, ColText(read, 0));
+      BindText(write, 2, label);
+      BindText(write, 3, family);
+      if (sqlite3_step(write) != SQLITE_DONE) s = SqliteError(impl_->db);
+    }
+    sqlite3_finalize(read);
+    sqlite3_finalize(write);
+    s = s.ok() ? Exec("COMMIT;") : (Exec("ROLLBACK;"), s);
+    if (!s.ok()) return s;
+  }
+  return Exec(kListIndexes);
+}
+
+Status JobStore::ListJobs(const JobQuery& q, std::vector<JobRecord>* page, int64_t* total) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  const std::string where = QueryFilter(q);
+  const std::string order = q.oldest_first ? "created_at ASC, id ASC" : "created_at DESC, id DESC";
+  auto bind = [&](sqlite3_stmt* st) {
+    BindText(st, 1, q.id_contains);
+    BindText(st, 2, q.outcome);
+  };
+  sqlite3_stmt* st = nullptr;
+  Status s = Prepare(("SELECT COUNT(*) FROM jobs WHERE " + where).c_str(), &st);
+  if (!s.ok()) return s;
+  bind(st);
+  int rc = sqlite3_step(st);
+  *total = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW) return SqliteError(impl_->db);
+  // Ids first (from the indexes alone), then each listed row: skipped pages never read a result.
+  s = Prepare(("SELECT id FROM jobs WHERE " + where + " ORDER BY " + order + " LIMIT ?3 OFFSET ?4").c_str(), &st);
+  if (!s.ok()) return s;
+  bind(st);
+  sqlite3_bind_int(st, 3, std::max(0, q.limit));
+  sqlite3_bind_int64(st, 4, std::max<int64_t>(0, q.offset));
+  std::vector<std::string> ids;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) ids.push_back(ColText(st, 0));
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) return SqliteError(impl_->db);
+  page->clear();
+  for (const auto& id : ids) {
+    JobRecord r;
+    if (GetLocked(id, &r).ok()) page->push_back(std::move(r));
+  }
+  return Status::Ok();
+}
+
+Status JobStore::CountOutcomes(double since, double bucket_s, std::vector<OutcomeCount>* out) {
+  if (!(bucket_s > 0)) return Status::InvalidArgument("bucket_s must be positive");
+  std::lock_guard<std::mutex> l(impl_->mu);
+  sqlite3_stmt* st = nullptr;
+  Status s = Prepare(
+      "SELECT CAST(finished_at / ?2 AS INTEGER) AS b, outcome, hack_family, COUNT(*) FROM jobs "
+      "WHERE state = 2 AND finished_at >= ?1 GROUP BY b, outcome, hack_family ORDER BY b",
+      &st);
+  if (!s.ok()) return s;
+  sqlite3_bind_double(st, 1, since);
+  sqlite3_bind_double(st, 2, bucket_s);
+  out->clear();
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    out->push_back({static_cast<double>(sqlite3_column_int64(st, 0)) * bucket_s, ColText(st, 1), ColText(st, 2),
+                    sqlite3_column_int64(st, 3)});
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? Status::Ok() : SqliteError(impl_->db);
 }
 
 }  // namespace kgym

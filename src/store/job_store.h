@@ -38,6 +38,30 @@ struct JobRecord {
   std::string result_json;   // EvalResult::ToJson(false) once done; "" before
   double created_at = 0, started_at = 0, finished_at = 0;  // unix seconds; 0 = not yet
   int completions = 0;       // results accepted for this job over its life (all generations)
+  // Set with the result: the label it is listed and counted under (OutcomeLabel) and, for "hacked", the hack's
+  // family (core/evaluation.h HackFamily). "" before.
+  std::string outcome, hack_family;
+};
+
+// The label a result is listed and counted under: its "outcome", or "cancelled" when its outcome_detail says so
+// (the service's counters use the same names). "invalid" for a result that is not a JSON object.
+std::string OutcomeLabel(const std::string& result_json);
+
+// A page of jobs, newest first (or oldest first). `outcome` filters: "" any, "queued" or "running" by state,
+// anything else the OutcomeLabel of finished jobs. `id_contains` keeps jobs whose id contains it.
+struct JobQuery {
+  std::string id_contains;
+  std::string outcome;
+  int64_t offset = 0;
+  int limit = 50;
+  bool oldest_first = false;
+};
+
+// Finished jobs counted per time bucket (floor(finished_at / bucket_s) * bucket_s), label and hack family.
+struct OutcomeCount {
+  double bucket_start = 0;
+  std::string outcome, hack_family;
+  int64_t count = 0;
 };
 
 struct StoreOptions {
@@ -85,11 +109,19 @@ class JobStore {
   // Number of jobs per state.
   Status CountByState(std::map<JobState, int64_t>* counts);
 
+  // The page of jobs that `query` selects and the number of jobs it matches (every page). Each filter and the
+  // order are served by an index, so a page costs the same with 10 000 jobs as with 10.
+  Status ListJobs(const JobQuery& query, std::vector<JobRecord>* page, int64_t* total);
+
+  // Finished jobs with finished_at >= since, counted per bucket of bucket_s seconds, label and hack family.
+  Status CountOutcomes(double since, double bucket_s, std::vector<OutcomeCount>* out);
+
  private:
   explicit JobStore(sqlite3* db);
   Status Exec(const char* sql);
   Status Prepare(const char* sql, sqlite3_stmt** stmt);
   Status GetLocked(const std::string& id, JobRecord* out);
+  Status Migrate();
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
