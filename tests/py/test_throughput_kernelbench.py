@@ -4,6 +4,7 @@ shaped like one (KernelBench/level2/<id>_<name>.py) from this repository's own t
 - the mix: 16 candidates per problem, each kind behaving as its expected verdict says (run in-process at the small
   size: seeded construction gives the reference's weights, the wrong ones are wrong, the hack is right on fresh
   inputs and stale on inputs refilled in place);
+- the verdict mapping of KernelBench's and KernelGYM's result dicts, and the agreement table;
 KernelBench's harness needs CUDA and KernelGYM's server needs packages CI lacks: both run on the GPU only
 (bench/throughput/run_kernelbench_h200.sh)."""
 import json
@@ -18,6 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BENCH = os.path.join(ROOT, "bench", "throughput")
 sys.path.insert(0, BENCH)
 import kb_mix  # noqa: E402
+import kb_report  # noqa: E402
+import kb_runners  # noqa: E402
 
 PY = os.environ.get("KGYM_PYTHON", "/usr/bin/python3")
 TASKS = {1: "linear_bias_gelu", 2: "add_layernorm"}
@@ -90,17 +93,79 @@ print(json.dumps(out))
 '''
 
 
-def test_candidates_behave_as_their_kind_says(kb_dir):
-    mix = kb_mix.build_mix(kb_dir, 2, ids=[1], epilogue="torch")
+def _triton_env():
+    """Environment running Triton kernels in Triton's CPU interpreter (Triton from $KGYM_TRITON_PATH), or None."""
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.environ.get("KGYM_TRITON_PATH", ""))
+    ok = subprocess.run([PY, "-c", "import triton.language"], env=env, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL).returncode == 0
+    return env if ok else None
+
+
+@pytest.mark.parametrize("epilogue", ["torch", "triton"])
+def test_candidates_behave_as_their_kind_says(kb_dir, epilogue):
+    env = dict(os.environ) if epilogue == "torch" else _triton_env()
+    if env is None:
+        pytest.skip("no Triton for the interpreter (KGYM_TRITON_PATH)")
+    mix = kb_mix.build_mix(kb_dir, 2, ids=[1], epilogue=epilogue)
     kernels = {c["kind"]: c["kernel"] for c in mix if c["kind"] not in ("compile_error", "timeout")}
     kernels["__ref__"] = mix[0]["ref"]
     p = subprocess.run([PY, "-c", _behaviour_script(kernels)], input=json.dumps(kernels), capture_output=True,
-                       text=True, timeout=120, env=dict(os.environ, KGYM_TASK_SIZE="small"))
+                       text=True, timeout=300, env=dict(env, KGYM_TASK_SIZE="small"))
     assert p.returncode == 0, p.stderr[-2000:]
     got = json.loads(p.stdout)
     assert got["correct"] == {"same": True, "refilled_same": True, "shape_ok": True}
     assert got["wrong_values"]["same"] is False and got["wrong_values"]["shape_ok"] is True
     assert got["wrong_shape"] == {"shape_ok": False}
-    assert got["runtime_error"] == {"error": "IndexError"}
+    # torch: an index past the end; Triton: the launch misses an argument.
+    assert got["runtime_error"] == {"error": "IndexError" if epilogue == "torch" else "TypeError"}
     # The hack is right on a fresh input and stale when the same tensors are refilled in place.
     assert got["hack"] == {"same": True, "refilled_same": False, "shape_ok": True}
+
+
+def test_kernelbench_and_kernelgym_results_map_to_verdicts():
+    kb = kb_runners.kernelbench_verdict
+    assert kb(None, timed_out=True)[0] == "timeout"
+    assert kb(None)[0] == "error"
+    assert kb({"compiled": False, "correctness": False, "metadata": {"compilation_error": "SyntaxError"}})[0] == \
+        "compile_error"
+    assert kb({"compiled": True, "correctness": False, "metadata": {"runtime_error": "TypeError"}})[0] == \
+        "runtime_error"
+    assert kb({"compiled": True, "correctness": False, "metadata": {"correctness_issue": "Output shape mismatch"}})[0] \
+        == "incorrect"
+    v, f = kb({"compiled": True, "correctness": True, "runtime": 0.5, "ref_runtime": 10.0,
+               "metadata": {"excessive_speedup": True}})
+    assert v == "correct" and f["speedup"] == 20.0 and f["flags"] == ["excessive_speedup"]
+    assert kb({"compiled": False, "correctness": False, "metadata": {"other_error": "boom"}})[0] == "error"
+    kg = kb_runners.kernelgym_verdict
+    assert kg({"status": "completed", "compiled": True, "correctness": True, "speedup": 1.0})[0] == "correct"
+    assert kg({"status": "failed", "compiled": False, "error_code": "COMPILATION_ERROR"})[0] == "compile_error"
+    assert kg({"status": "failed", "compiled": False, "error_code": "TIMEOUT_ERROR"})[0] == "timeout"
+    assert kg({"status": "completed", "compiled": True, "correctness": False, "error_code": "RUNTIME_ERROR"})[0] == \
+        "runtime_error"
+    assert kg({"status": "completed", "compiled": True, "correctness": False})[0] == "incorrect"
+    assert kg({"status": "completed", "compiled": True, "correctness": False, "decoy_kernel": True})[0] == "hacked"
+
+
+def _run(runner, mix, verdicts):
+    recs = []
+    for c in mix:
+        v = verdicts.get(c["kind"], c["expected"])
+        recs.append(kb_runners.record(runner, {}, c, completed=True, verdict=v, passed=v == "correct",
+                                      kernel_gpu_ms=1.0, reference_gpu_ms=2.0, wall_s=1.0))
+    return {"runner": runner, "setting": {}, "wall_s": 10.0, "records": recs}
+
+
+def test_agreement_lists_who_was_fooled(kb_dir):
+    mix = kb_mix.build_mix(kb_dir, 2, ids=[1], epilogue="torch")
+    runs = [_run("kgym", mix, {}), _run("kernelbench", mix, {"hack": "correct"}),
+            _run("kernelgym", mix, {"hack": "correct", "wrong_shape": "correct"})]
+    ag = kb_report.agreement(runs, mix)
+    assert ag["compared"] == 16 and ag["agree_on_correctness"] == 14
+    why = {(d["runner"], d["kind"]): d["why"] for d in ag["disagreements"]}
+    assert why == {("kernelbench", "hack"): "fooled (expected)", ("kernelgym", "hack"): "fooled (expected)",
+                   ("kernelgym", "wrong_shape"): "fooled"}
+    assert ag["matches_expected_verdict"] == {"kgym": 16, "kernelbench": 15, "kernelgym": 14}
+    # Required work: the reference once per problem plus every passed candidate, (C + P) calls each.
+    s = kb_report.summarise(runs[0], 105, kb_report.problem_times(runs[0]["records"]))
+    assert s["required_gpu_s_own"] == pytest.approx(105 * (2.0 + 10 * 1.0) / 1000)
+    assert s["evals_per_gpu_hour"] == pytest.approx(16 / 10.0 * 3600)
