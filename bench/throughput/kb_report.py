@@ -71,7 +71,8 @@ def summarise(run, trials, cupti_times):
             "wall_s": wall, "startup_s": run.get("startup_s"), "budget_s": run.get("budget_s"),
             "evals_per_gpu_hour": len(done) / wall * 3600 if wall > 0 else None,
             "required_gpu_s_own": own, "busy_fraction_own": own / wall if wall > 0 else None,
-            "required_gpu_s_cupti": cupti, "busy_fraction_cupti": cupti / wall if cupti is not None and wall > 0 else None,
+            "required_gpu_s_cupti": cupti,
+            "busy_fraction_cupti": cupti / wall if cupti is not None and wall > 0 else None,
             "gpu_time_source": sorted({r["gpu_time_source"] for r in done if r["gpu_time_source"]}),
             "phase_s_sum": phase_sums(done), "wall_s_per_evaluation_median": _median([r["wall_s"] for r in done]),
             "verdicts_by_kind": verdicts, "device_busy_fraction_kgym_metric": run.get("device_busy_fraction"),
@@ -121,7 +122,8 @@ def level1_figure(records, correct_trials, perf_trials):
     for r in records:
         if not r["completed"] or r["verdict"] != "correct" or not r["kernel_gpu_ms"]:
             continue
-        gpu = ((correct_trials + perf_trials) * r["kernel_gpu_ms"] + correct_trials * (r["reference_gpu_ms"] or 0)) / 1e3
+        calls_ms = (correct_trials + perf_trials) * r["kernel_gpu_ms"] + correct_trials * (r["reference_gpu_ms"] or 0)
+        gpu = calls_ms / 1e3
         wall = (r.get("phase_s") or {}).get("evaluation") or r["wall_s"]
         rows.append({"id": r["id"], "problem": r["problem"], "wall_s": wall, "pure_gpu_s": gpu,
                      "ratio": wall / gpu if gpu > 0 else None, "phase_s": r.get("phase_s")})
@@ -131,7 +133,8 @@ def level1_figure(records, correct_trials, perf_trials):
 
 
 def table(summaries):
-    lines = ["| runner | setting | done/cands | wall s | evals/GPU-h | busy (own) | busy (cupti) | median wall/eval s |",
+    lines = ["| runner | setting | done/cands | wall s | evals/GPU-h | busy (own) | busy (cupti) | median wall/eval s "
+             "|",
              "|---|---|---|---|---|---|---|---|"]
     for s in summaries:
         f = lambda x, fmt: (fmt % x) if isinstance(x, (int, float)) else "-"  # noqa: E731

@@ -79,7 +79,8 @@ def kgym_verdict(res):
     cand_gpu = _positive(md.get("timeline_kernel_sum_median_ms"))
     ref_gpu = _positive(md.get("reference_timeline_kernel_sum_median_ms"))
     fields = {"passed": bool(res.get("correctness")), "speedup": res.get("speedup"),
-              "kernel_ms": _positive(res.get("kernel_runtime")), "reference_ms": _positive(res.get("reference_runtime")),
+              "kernel_ms": _positive(res.get("kernel_runtime")),
+              "reference_ms": _positive(res.get("reference_runtime")),
               "kernel_gpu_ms": cand_gpu, "reference_gpu_ms": ref_gpu,
               "gpu_time_source": "cupti" if cand_gpu or ref_gpu else "reported_mean",
               "phase_s": md.get("phase_s") or {}, "detail": (res.get("outcome_detail") or "")[:300]}
@@ -253,7 +254,8 @@ def run_kernelbench(mix, args, budget_s, tmp):
         rec.update(fields, completed=True, verdict=verdict, wall_s=wall)
         with open(os.path.join(tmp, "kernelbench-stderr.log"), "a") as log:
             log.write("==== %s (%s, %.1f s)\n%s\n" % (c["id"], verdict, wall, err[-4000:]))
-    return {"runner": "kernelbench", "setting": {}, "command": "%s %s (one process per evaluation)" % (args.python, child),
+    return {"runner": "kernelbench", "setting": {},
+            "command": "%s %s (one process per evaluation)" % (args.python, child),
             "startup_s": 0.0, "wall_s": time.time() - t0, "budget_s": budget_s, "records": recs}
 
 
@@ -338,14 +340,20 @@ def run_kernelgym(mix, args, budget_s, tmp):
         recs, wall = feed(url + "/evaluate", mix, args, budget_s, "kernelgym", {}, "kg-", kernelgym_request,
                           kernelgym_verdict)
     except RuntimeError as e:
-        recs = {c["id"]: record("kernelgym", {}, c, detail=str(e)) for c in mix}
-        return {"runner": "kernelgym", "setting": {}, "command": "", "startup_s": time.time() - t0, "wall_s": 0.0,
-                "budget_s": budget_s, "records": list(recs.values()), "error": str(e)}
+        return dict(failed_run("kernelgym", mix, str(e)), startup_s=time.time() - t0, budget_s=budget_s)
     finally:
         stop_processes(procs)
     return {"runner": "kernelgym", "setting": {}, "startup_s": startup, "wall_s": wall, "budget_s": budget_s,
             "command": "%s -m kernelgym.server.api.server + kernelgym.worker.single_worker (cuda:%s)"
                        % (args.python, args.gpu), "records": list(recs.values())}
+
+
+def failed_run(name, mix, error):
+    """A runner that could not run: every record unfinished, the reason kept."""
+    runner, _, slots = name.partition(":")
+    setting = {"slots": int(slots)} if slots else {}
+    return {"runner": runner, "setting": setting, "command": "", "startup_s": 0.0, "wall_s": 0.0, "budget_s": None,
+            "records": [record(runner, setting, c, detail=error) for c in mix], "error": error}
 
 
 def run_runner(name, mix, args, budget_s, tmp):

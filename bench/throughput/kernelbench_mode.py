@@ -67,6 +67,9 @@ def _resolve(args):
         args.epilogue = "triton" if args.device == "cuda" or _triton_importable(cpu_python) else "torch"
     if not args.runners:
         args.runners = "kgym:%d" % args.slots + (",kernelbench,kernelgym" if args.device == "cuda" else "")
+    # Absolute: KernelGYM's processes run in a folder of their own.
+    args.kernelbench, args.kernelgym = os.path.abspath(args.kernelbench), os.path.abspath(args.kernelgym)
+    args.redis_server = os.path.abspath(args.redis_server)
     lib = os.path.join(os.path.dirname(args.redis_server), "lib")
     args.redis_lib = lib if os.path.isdir(lib) else ""
     if not os.path.exists(args.redis_server):
@@ -125,7 +128,10 @@ def main(args):
     for name in [n.strip() for n in args.runners.split(",") if n.strip()]:
         budget = args.budgets.get(name, args.budgets.get(name.split(":")[0], 3600.0))
         print("running %s (budget %.0f s) on %d candidates" % (name, budget, len(mix)), file=sys.stderr, flush=True)
-        runs.append(kb_runners.run_runner(name, mix, args, budget, tmp))
+        try:
+            runs.append(kb_runners.run_runner(name, mix, args, budget, tmp))
+        except Exception as e:  # noqa: BLE001 - one runner failing to start must not lose the others' results
+            runs.append(kb_runners.failed_run(name, mix, "%s: %s" % (type(e).__name__, e)))
         cupti = kb_report.problem_times([r for run in runs if run["runner"] == "kgym" for r in run["records"]])
         out["runs"] = runs
         out["summaries"] = [kb_report.summarise(run, trials, cupti) for run in runs]

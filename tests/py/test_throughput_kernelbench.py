@@ -5,6 +5,8 @@ shaped like one (KernelBench/level2/<id>_<name>.py) from this repository's own t
   size: seeded construction gives the reference's weights, the wrong ones are wrong, the hack is right on fresh
   inputs and stale on inputs refilled in place);
 - the verdict mapping of KernelBench's and KernelGYM's result dicts, and the agreement table;
+- the dry run end to end: kgym serve on the CPU judges all 16 candidates of a problem as expected, and the JSON
+  carries records, summaries and the agreement table.
 KernelBench's harness needs CUDA and KernelGYM's server needs packages CI lacks: both run on the GPU only
 (bench/throughput/run_kernelbench_h200.sh)."""
 import json
@@ -169,3 +171,24 @@ def test_agreement_lists_who_was_fooled(kb_dir):
     s = kb_report.summarise(runs[0], 105, kb_report.problem_times(runs[0]["records"]))
     assert s["required_gpu_s_own"] == pytest.approx(105 * (2.0 + 10 * 1.0) / 1000)
     assert s["evals_per_gpu_hour"] == pytest.approx(16 / 10.0 * 3600)
+
+
+def test_cpu_dry_run_judges_every_kind_as_expected(kgym, kb_dir, tmp_path):
+    out = tmp_path / "kb.json"
+    cmd = [sys.executable, os.path.join(BENCH, "run_throughput.py"), "--bin", kgym, "--kernelbench", kb_dir,
+           "--level", "2", "--problems", "1", "--device", "cpu", "--size", "small", "--runners", "kgym:2,kgym:4",
+           "--perf-trials", "5", "--timeout-candidate-s", "10", "--clients", "16", "--out", str(out)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    d = json.loads(out.read_text())
+    assert d["candidates"] == 16 and d["problems"] == ["1_linear_bias_gelu"]
+    assert [s["setting"]["slots"] for s in d["summaries"]] == [2, 4]
+    for run in d["runs"]:
+        wrong = [(r["id"], r["verdict"], r["detail"]) for r in run["records"] if r["verdict"] != r["expected"]]
+        assert not wrong, wrong
+        assert all(r["completed"] for r in run["records"])
+    s = d["summaries"][0]
+    assert s["completed"] == 16 and s["evals_per_gpu_hour"] > 0
+    assert {"reference", "load", "correctness", "timing"} <= set(s["phase_s_sum"])
+    assert d["agreement"]["matches_expected_verdict"] == {"kgym": 16}
+    assert "correctness verdicts agree" in p.stdout
