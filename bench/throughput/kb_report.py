@@ -115,9 +115,12 @@ def agreement(runs, mix):
             "disagreements": disagreements, "matches_expected_verdict": vs_expected}
 
 
-def level1_figure(records, correct_trials, perf_trials):
-    """Per evaluation: wall (kgym's evaluation_s) against its pure GPU work, (C + P) x candidate time per call +
-    C x reference time per call (the reference's own timing is shared by the task's evaluations)."""
+def level1_figure(run, correct_trials, perf_trials):
+    """Per evaluation: wall (kgym's evaluation_s, which under concurrency includes waiting for the timing lock)
+    against its pure GPU work, (C + P) x candidate time per call + C x reference time per call (the reference's own
+    timing is shared by the task's evaluations). In aggregate: the run's wall over its required GPU work (see
+    required_gpu_s: the reference once per problem), i.e. 1 / busy fraction."""
+    records = run["records"]
     rows = []
     for r in records:
         if not r["completed"] or r["verdict"] != "correct" or not r["kernel_gpu_ms"]:
@@ -127,7 +130,10 @@ def level1_figure(records, correct_trials, perf_trials):
         wall = (r.get("phase_s") or {}).get("evaluation") or r["wall_s"]
         rows.append({"id": r["id"], "problem": r["problem"], "wall_s": wall, "pure_gpu_s": gpu,
                      "ratio": wall / gpu if gpu > 0 else None, "phase_s": r.get("phase_s")})
+    required = required_gpu_s(records, correct_trials + perf_trials)
     return {"evaluations": rows, "ratio_median": _median([x["ratio"] for x in rows]),
+            "aggregate_wall_s": run["wall_s"], "aggregate_required_gpu_s": required,
+            "aggregate_ratio": run["wall_s"] / required if required > 0 else None,
             "definition": "wall per evaluation (metadata.evaluation_s) / ((C+P) x candidate CUPTI kernel ms + "
                           "C x reference CUPTI kernel ms)"}
 

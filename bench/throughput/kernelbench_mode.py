@@ -136,9 +136,9 @@ def main(args):
         out["runs"] = runs
         out["summaries"] = [kb_report.summarise(run, trials, cupti) for run in runs]
         out["agreement"] = kb_report.agreement(runs, mix)
-        if args.level == 1 or args.correct_only:
-            out["level1"] = kb_report.level1_figure([r for run in runs if run["runner"] == "kgym"
-                                                     for r in run["records"]], args.correct_trials, args.perf_trials)
+        kgym_runs = [run for run in runs if run["runner"] == "kgym"]
+        if (args.level == 1 or args.correct_only) and kgym_runs:
+            out["level1"] = kb_report.level1_figure(kgym_runs[0], args.correct_trials, args.perf_trials)
         json.dump(out, open(path, "w"), indent=1, default=str)  # after every runner: a cut-short run keeps its part
     print(kb_report.table(out["summaries"]))
     ag = out["agreement"]
@@ -147,7 +147,9 @@ def main(args):
     for d in ag["disagreements"]:
         print("  %(id)s %(runner)s said %(verdict)s, expected %(expected)s: %(why)s" % d)
     if "level1" in out:
-        print("level %d: wall per evaluation / pure GPU work, median %s" % (args.level, out["level1"]["ratio_median"]))
+        l1 = out["level1"]
+        print("level %d: wall / pure GPU work: median per evaluation %s, whole run %s" % (
+            args.level, l1["ratio_median"], l1["aggregate_ratio"]))
     plot = args.plot or os.path.splitext(path)[0] + ".png"
     if any(s["runner"] == "kgym" for s in out["summaries"]) and kb_report.plot(out["summaries"], plot):
         print("plot: %s" % plot)

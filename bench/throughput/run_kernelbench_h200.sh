@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 B=$PWD/build/gpu
 L2_PROBLEMS="${L2_PROBLEMS:-12}" L1_PROBLEMS="${L1_PROBLEMS:-1,40,57}"
 SLOTS_MAIN="${SLOTS_MAIN:-4}" SLOTS_SWEEP="${SLOTS_SWEEP:-1 8}"
-B_MAIN="${B_MAIN:-110}" B_KB="${B_KB:-140}" B_KGYM="${B_KGYM:-160}" B_SWEEP="${B_SWEEP:-40}" B_L1="${B_L1:-60}"
+B_MAIN="${B_MAIN:-100}" B_KB="${B_KB:-130}" B_KGYM="${B_KGYM:-160}" B_SWEEP="${B_SWEEP:-35}" B_L1="${B_L1:-50}"
 KB_DIR="${KB_DIR:-.kb/KernelBench}" GPUS="${GPUS:-0}" WHEELS="${WHEELS:-.whl}" EXTRA="${EXTRA:-}"
 LOGS=/tmp/kgym-kb-logs
 rm -rf "$LOGS" && mkdir -p "$LOGS"
@@ -50,7 +50,7 @@ for s in $SLOTS_SWEEP; do budgets+=(--budget "kgym:$s=$B_SWEEP"); done
 COMMON=(--bin /tmp/kgym --kernelbench "$KB_DIR" --gpus "$GPUS" --clients 32 --correct-trials 5 --perf-trials 100
         --python python3 --kernelgym .kb/KernelGYM --redis-server .kb/redis/redis-server $EXTRA)
 t0=$(date +%s)
-timeout 560 python3 bench/throughput/run_throughput.py "${COMMON[@]}" --level 2 --problems "$L2_PROBLEMS" \
+timeout 470 python3 bench/throughput/run_throughput.py "${COMMON[@]}" --level 2 --problems "$L2_PROBLEMS" \
   --runners "kgym:$SLOTS_MAIN,kernelbench,kernelgym$sweep" "${budgets[@]}" --logs "$LOGS/l2" \
   --out "$OUT/kb_l2.json" --plot "$OUT/kb_l2_slots.png" > "$OUT/summary.md" 2> "$LOGS/l2.stderr"
 echo "level 2: rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.md"

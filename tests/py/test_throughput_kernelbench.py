@@ -173,6 +173,18 @@ def test_agreement_lists_who_was_fooled(kb_dir):
     assert s["evals_per_gpu_hour"] == pytest.approx(16 / 10.0 * 3600)
 
 
+def test_level1_figure_is_wall_over_pure_gpu_work(kb_dir):
+    mix = kb_mix.correct_only(kb_mix.build_mix(kb_dir, 2, ids=[1], epilogue="torch"))
+    run = _run("kgym", mix, {})
+    for r in run["records"]:
+        r["phase_s"] = {"evaluation": 0.6}
+    fig = kb_report.level1_figure(run, 5, 100)
+    # Per evaluation: (5 + 100) x 1 ms of candidate + 5 x 2 ms of reference = 0.115 s of GPU work in 0.6 s.
+    assert len(fig["evaluations"]) == 10 and fig["ratio_median"] == pytest.approx(0.6 / 0.115)
+    # The whole run: 10 s of wall over the reference once (105 x 2 ms) and 10 candidates (105 x 1 ms each).
+    assert fig["aggregate_ratio"] == pytest.approx(10.0 / (105 * 0.002 + 10 * 105 * 0.001))
+
+
 def test_cpu_dry_run_judges_every_kind_as_expected(kgym, kb_dir, tmp_path):
     out = tmp_path / "kb.json"
     cmd = [sys.executable, os.path.join(BENCH, "run_throughput.py"), "--bin", kgym, "--kernelbench", kb_dir,
