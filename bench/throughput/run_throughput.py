@@ -12,6 +12,9 @@ Baseline: KernelGYM's protocol, serially: a fresh process per candidate (`kgym e
 reference every time.
 Reports evaluations per device-hour for both, the devices' busy fraction under kgym, and whether every candidate
 got the same correctness verdict. Prints one table; raw numbers go to bench/results/throughput-<host>.json.
+
+With `--kernelbench DIR --level N` it runs KernelBench's own problems instead, side by side with KernelBench's
+harness and KernelGYM's server (kernelbench_mode.py).
 """
 import argparse
 import concurrent.futures
@@ -28,6 +31,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernelbench_mode  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -152,7 +158,10 @@ def main():
     ap.add_argument("--baseline-sample", type=int, default=0,
                     help="run the serial baseline on every k-th candidate only (0 = all); rates are per evaluation")
     ap.add_argument("--out", default=None)
+    kernelbench_mode.add_arguments(ap)
     args = ap.parse_args()
+    if args.kernelbench:
+        return kernelbench_mode.main(args)
     if args.size is None:
         args.size = "small" if args.gpus == "none" else ""
     mix = build_mix(args)

@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include <sys/socket.h>
+
 #include <chrono>
 
 #include "server/http_routes.h"
@@ -44,9 +46,16 @@ bool ParseBody(const httplib::Request& req, httplib::Response& res, nlohmann::js
 
 }  // namespace http
 
+// cpp-httplib (Debian builds it as a shared library) listens with a backlog of 5. A burst of clients posting at once
+// (Dr.Kernel's reward client keeps up to 64 requests in flight) then overflows the accept queue, and on Linux some
+// of them are reset once they have sent their body; 64 concurrent POSTs to a briefly busy server lost up to 25. The
+// backlog is raised after binding (listen() again on a listening socket updates it).
+constexpr int kListenBacklog = 4096;
+
 struct HttpServer::Impl {
   httplib::Server svr;
   http::Context ctx;
+  int listen_fd = -1;  // the socket cpp-httplib bound (its socket-options hook sees it before bind)
 };
 
 HttpServer::HttpServer(EvaluationService* service, HttpOptions options) : impl_(new Impl) {
@@ -57,6 +66,10 @@ HttpServer::HttpServer(EvaluationService* service, HttpOptions options) : impl_(
   auto& svr = impl_->svr;
   int threads = std::max(8, impl_->ctx.options.threads);
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  svr.set_socket_options([impl = impl_.get()](socket_t sock) {
+    httplib::default_socket_options(sock);
+    impl->listen_fd = sock;
+  });
   svr.set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle + delayed-ACK 40 ms stalls
   svr.set_keep_alive_max_count(100000);
   svr.set_keep_alive_timeout(30);
@@ -103,6 +116,8 @@ Status HttpServer::Bind() {
       return Status::IOError("cannot bind to " + o.host + ":" + std::to_string(o.port) + " (in use?)");
     port_ = o.port;
   }
+  if (impl_->listen_fd < 0 || ::listen(impl_->listen_fd, kListenBacklog) != 0)
+    return Status::IOError("cannot raise the listen backlog of " + o.host + ":" + std::to_string(port_));
   return Status::Ok();
 }
 
