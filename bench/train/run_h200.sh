@@ -4,6 +4,7 @@
 #            -> the final model's greedy answers graded by the gym on all 24 tasks
 #   rl       kgym train (examples/train/rl_fast_vs_lazy.yaml) from that checkpoint, real gym rewards
 #   control  the same with algorithm.reward_shuffle=true
+#   arms     rl and control at once, both evaluated by one kgym serve on the GPU (one timing lock for the two)
 #   layout   two short runs, rollout.layout=lockstep and =concurrent, for the step time and timing noise
 # Every stage also needs sft's checkpoint, so a call that runs rl or control without sft first runs sft too.
 # Expects build/gpu/ from bench/gpu/pack.sh. Raw results go to $OUT (one tarball per stage, summary.txt); the GPU
@@ -58,11 +59,30 @@ rl() {  # rl <name> [overrides...]
   mkdir -p "$RUNS/$name" && cp "$RUNS/$name.stdout" "$RUNS/$name.stderr" "$RUNS/$name/" 2>/dev/null
   pack "$name" "$RUNS/$name"
 }
+arms() {
+  "$K" serve --gpus all --port 18231 --store "$RUNS/gym.db" --slots-per-gpu 8 > "$RUNS/serve.log" 2>&1 &
+  local serve=$!
+  python3 -c "
+import time, urllib.request
+for _ in range(240):
+    try:
+        urllib.request.urlopen('http://127.0.0.1:18231/health', timeout=2); break
+    except Exception:
+        time.sleep(0.5)"
+  rl rl gym.server=http://127.0.0.1:18231 &
+  local a=$!
+  rl control algorithm.reward_shuffle=true gym.server=http://127.0.0.1:18231 &
+  local b=$!
+  wait "$a" "$b"
+  kill "$serve" 2>/dev/null; wait "$serve" 2>/dev/null
+  cp "$RUNS/serve.log" "$RUNS/rl/" 2>/dev/null
+}
 for st in $STAGES; do
   case $st in
     sft) sft ;;
     rl) sft; rl rl ;;
     control) sft; rl control algorithm.reward_shuffle=true ;;
+    arms) sft; arms ;;
     layout) sft; rl layout_lockstep trainer.total_training_steps=4 rollout.layout=lockstep
             rl layout_concurrent trainer.total_training_steps=4 rollout.layout=concurrent ;;
     *) echo "unknown stage $st" >> "$OUT/summary.txt" ;;

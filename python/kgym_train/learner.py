@@ -32,7 +32,8 @@ def pick_device(name):
 
 def make_optimizer(params, optim):
     betas = tuple(float(b) for b in optim.get("betas", (0.9, 0.999)))
-    return torch.optim.AdamW(params, lr=float(optim["lr"]), betas=betas, weight_decay=float(optim["weight_decay"]))
+    return torch.optim.AdamW(params, lr=float(optim["lr"]), betas=betas, weight_decay=float(optim["weight_decay"]),
+                             eps=float(optim.get("eps", 1e-8)))
 
 
 def make_scheduler(optimizer, warmup_steps, total_steps, kind):

@@ -23,6 +23,7 @@ nlohmann::json GymPayload(const EvalRequest& req, bool is_valid) {
   p["enable_profiling"] = req.enable_profiling;
   p["detect_decoy_kernel"] = true;
   p["reference_backend"] = req.reference_backend.empty() ? nlohmann::json() : nlohmann::json(req.reference_backend);
+  if (!req.size.empty()) p["size"] = req.size;  // kgym's task-size hint; sent only when set (KernelGYM has none)
   return p;
 }
 

@@ -9,6 +9,9 @@
 #include "agent/reward_bridge.h"
 #include "agent/run_dir.h"
 #include "grade/metrics.h"
+#include "skills/evolve.h"
+#include "skills/skill_selector.h"
+#include "skills/snapshot_store.h"
 #include "train/learner_protocol.h"
 #include "train/rl_step.h"
 #include "train/rollouts.h"
@@ -236,13 +239,27 @@ Status RlTrainer::Step(int64_t step) {
   run.eval_concurrency = cfg_["gym"]["eval_concurrency"].get<int>();
   run.out_dir = out_dir_ + "/rollouts/step_" + std::to_string(step);
   if (shared_gym_ && cfg_["gym"]["cache"] == "step") shared_gym_->Clear();
+  agent::TurnLoopDeps deps = Deps();
+  std::unique_ptr<skills::SkillSelector> selector;
+  if (ro["skills"].is_string()) {  // daVinci's schemes, from the newest snapshot
+    skills::LoadedSnapshot snap;
+    Status ls = skills::LoadSnapshot(ro["skills"].get<std::string>(), -1, &snap);
+    if (!ls.ok()) return ls;
+    skills::SkillSelectorOptions so;
+    so.selections = ro["skill_selections"].get<int>();
+    so.sampling.max_tokens = std::min(so.sampling.max_tokens, ro["response_length"].get<int>());
+    so.library_step = snap.step;
+    selector = std::make_unique<skills::SkillSelector>(
+        std::make_shared<const skills::SkillLibrary>(std::move(snap.skills)), policy_.get(), so);
+    deps.first_turn_rewriter = selector->AsRewriter();
+  }
   nlohmann::json before, after;
   (void)learner_.Call(P::kPathHealth, nullptr, &before, 30);
 
   // 1. Rollouts with gym rewards.
   std::vector<nlohmann::json> records;
   const auto t_roll = Clock::now();
-  Status s = RunRollouts(run, Deps(), &records);
+  Status s = RunRollouts(run, deps, &records);
   if (!s.ok()) return s;
   const double rollout_s = Since(t_roll);
   (void)learner_.Call(P::kPathHealth, nullptr, &after, 30);
@@ -293,6 +310,12 @@ Status RlTrainer::Step(int64_t step) {
   m["perf/gym_evals"] = evals;
   m["perf/gym_shared"] = shared_gym_ ? shared_gym_->shared() : 0;
   m["perf/gym_evals_per_s"] = rollout_s - gen_s > 0 ? evals / (rollout_s - gen_s) : 0.0;
+  if (selector) {
+    const auto t_skills = Clock::now();
+    s = EvolveSkills(step, run.out_dir, run.tasks, &m);
+    if (!s.ok()) return s;
+    m["time/skills_s"] = Since(t_skills);
+  }
   const std::string keep = cfg_["trainer"]["save_rollouts"].get<std::string>();
   std::error_code ec;
   if (keep == "none") fs::remove_all(run.out_dir, ec);
@@ -304,6 +327,33 @@ Status RlTrainer::Step(int64_t step) {
                m.value("rollout/fast@1.2", 0.0), m.value("mrs/keep_frac", 0.0), m.value("prs/keep_frac", 0.0),
                static_cast<int>(rows.size()), m.value("time/step_s", 0.0), gen_s, rollout_s - gen_s);
   return WriteMetrics(step, m);
+}
+
+Status RlTrainer::EvolveSkills(int64_t step, const std::string& run_dir, const std::vector<agent::Task>& tasks,
+                               nlohmann::json* metrics) {
+  const std::string tasks_path = run_dir + "/tasks.jsonl";
+  {
+    std::ofstream out(tasks_path);
+    for (const auto& t : tasks) out << t.ToJson().dump() << "\n";
+  }
+  skills::EvolveOptions o;
+  o.run_dir = run_dir;
+  o.library_dir = cfg_["rollout"]["skills"].get<std::string>();
+  o.tasks_path = tasks_path;
+  o.summaries_per_task = cfg_["rollout"]["skill_summaries"].get<int>();
+  o.summary_sampling.max_tokens = std::min(2048, cfg_["rollout"]["response_length"].get<int>());
+  o.verify_sampling.max_tokens = cfg_["rollout"]["response_length"].get<int>();
+  o.eval = EvalTemplate(cfg_["gym"]);
+  o.concurrency = cfg_["gym"]["eval_concurrency"].get<int>();
+  o.seed = static_cast<uint64_t>(step);
+  nlohmann::json report;
+  Status s = skills::RunEvolve(o, *policy_, Deps().eval, &report);
+  if (!s.ok()) return s;
+  (*metrics)["skills/library_size"] = report.value("skills", 0);
+  (*metrics)["skills/added"] = report.contains("added") ? report["added"].size() : 0;
+  (*metrics)["skills/triggered_tasks"] = report.contains("cases") ? report["cases"].size() : 0;
+  (*metrics)["skills/snapshot_step"] = report.value("step", -1);
+  return Status::Ok();
 }
 
 Status RlTrainer::Validate(int64_t step) {

@@ -5,7 +5,9 @@
 //   lockstep (a turn generated for every trajectory, then all evaluated: generation never runs beside a timed
 //   kernel) -> gym rewards (speedup reward, coverage term, anomaly re-evaluation) -> learner log-probs of the
 //   sampled tokens -> void-turn mask, MRS, PRS, group filter, advantages (rl_step.h) -> one PPO step in the
-//   learner -> weights to the rollout engine (nothing to do when the learner serves itself) -> metrics.
+//   learner -> weights to the rollout engine (nothing to do when the learner serves itself) -> with a skill
+//   library (rollout.skills): daVinci's selection schemes in the rollouts and one evolution round after the
+//   step (skills/evolve.h: the policy summarises, the gym verifies, the next snapshot is flushed) -> metrics.
 // Every step's numbers go to <out_dir>/metrics.jsonl (and the learner's TensorBoard log); rollouts to
 // <out_dir>/rollouts/step_N/; validation (Fast@p) every trainer.test_freq steps to <out_dir>/val/step_N/;
 // checkpoints every trainer.save_freq steps to <out_dir>/checkpoints/step_N/ (the learner's state plus
@@ -40,6 +42,8 @@ class RlTrainer {
   Status Validate(int64_t step);
   Status Checkpoint(int64_t step);
   Status PushWeights(int64_t step);
+  Status EvolveSkills(int64_t step, const std::string& run_dir, const std::vector<agent::Task>& tasks,
+                      nlohmann::json* metrics);
   Status LearnerLogprobs(const TrainBatch& batch, std::vector<std::vector<double>>* out, double* seconds);
   Status WriteMetrics(int64_t step, const nlohmann::json& metrics);
   agent::TurnLoopConfig LoopConfig(bool validation, int64_t step) const;

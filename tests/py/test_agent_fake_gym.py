@@ -209,6 +209,7 @@ def test_three_turn_run_kill_and_resume(tmp_path):
         p = gym.posts[0]
         assert p["backend"] == "triton" and p["verbose_errors"] and p["enable_profiling"] and p["is_valid"]
         assert p["num_correct_trials"] == 5 and p["num_perf_trials"] == 10
+        assert "size" not in p  # kgym's size hint travels only when set: KernelGYM's payload has none
         assert gym.posts[0]["task_id"] == gym.posts[1]["task_id"]
         # Preflight failures (prose, empty) never reach the gym: 18 turns - 2, + 1 retried POST, + Gamma#0
         # turn 1 evaluated before the kill and again after the resume.

@@ -100,7 +100,8 @@ def rl_args(d, gym, out, steps, *extra):
                    "rollout.max_turns=1", "rollout.response_length=48", f"trainer.total_training_steps={steps}",
                    "trainer.save_freq=4", "trainer.test_freq=0", "actor.optim.lr=1e-3",
                    "algorithm.coverage_rs=null", "reward.coverage_reward=false", "rollout.temperature=1.0",
-                   f"metrics.known_solutions={d / 'solutions'}", "learner.startup_timeout=300"] + list(extra)
+                   f"metrics.known_solutions={d / 'solutions'}", "learner.startup_timeout=300", "gym.size=small"
+                   ] + list(extra)
 
 
 def test_rl_moves_the_policy_to_the_fast_answer_and_resumes(kgym, bandit, tmp_path):
@@ -122,6 +123,7 @@ def test_rl_moves_the_policy_to_the_fast_answer_and_resumes(kgym, bandit, tmp_pa
     rec = [json.loads(line) for line in open(out / "rollouts" / "step_12" / "trajectories.jsonl")]
     assert len(rec) == 8 and "token_ids" not in rec[0]["turns"][0]  # kept as text
     assert (out / "checkpoints" / "step_12" / "kgym_state.json").exists()
+    assert gym.posts and all(p["size"] == "small" for p in gym.posts)  # gym.size reaches a gym server
 
     p = run([kgym, "train"] + rl_args(d, gym, out, 14))
     assert "resuming from" in p.stderr and "step_12" in p.stderr
@@ -153,3 +155,24 @@ def test_weights_pushed_to_an_external_engine(kgym, bandit, tmp_path):
             original.close()
     finally:
         engine.close()
+
+
+def test_rollouts_with_a_skill_library_evolve_it_every_step(kgym, bandit, tmp_path):
+    """rollout.skills: daVinci's schemes in the rollouts (the policy is the selection agent) and one evolution
+    round per step that flushes the next snapshot. The tiny policy selects and summarises nothing useful; what is
+    checked is the wiring: schemes assigned per sample, evolve.json per step, the snapshot step advancing."""
+    d, gym = bandit
+    lib = tmp_path / "lib"
+    seed = tmp_path / "seed.jsonl"
+    seed.write_text(json.dumps({"name": "fuse-epilogue", "description": "fuse the elementwise tail into the kernel",
+                                "scope": "general", "tags": ["fusion"], "content": "Fuse epilogues."}) + "\n")
+    run([kgym, "skills", "add", "--library", str(lib), str(seed)])
+    out = tmp_path / "skills"
+    run([kgym, "train"] + rl_args(d, gym, out, 2, f"rollout.skills={lib}", "rollout.skill_selections=3",
+                                  "rollout.skill_summaries=1", "rollout.n=4"))
+    m = metrics(out / "metrics.jsonl")
+    assert [r["step"] for r in m] == [1, 2]
+    assert m[0]["skills/library_size"] >= 1 and m[1]["skills/snapshot_step"] == m[0]["skills/snapshot_step"] + 1
+    recs = [json.loads(line) for line in open(out / "rollouts" / "step_1" / "trajectories.jsonl")]
+    assert sorted(r["first_turn"]["scheme"] for r in recs) == [0, 1, 2, 3]
+    assert (out / "rollouts" / "step_2" / "evolve.json").exists()
