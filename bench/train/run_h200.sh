@@ -57,9 +57,9 @@ rl() {  # rl <name> [overrides...]
   echo "$name exit $?" >> "$OUT/summary.txt"
   mark "${name}_end"
   mkdir -p "$RUNS/$name" && cp "$RUNS/$name.stdout" "$RUNS/$name.stderr" "$RUNS/$name/" 2>/dev/null
-  pack "$name" "$RUNS/$name"
+  [ -n "${ARMS:-}" ] || pack "$name" "$RUNS/$name"
 }
-arms() {
+arms() {  # ARMS="name:key=v,key=v name2:..." run at once, all evaluated by one kgym serve (one timing lock)
   "$K" serve --gpus all --port 18231 --store "$RUNS/gym.db" --slots-per-gpu 8 > "$RUNS/serve.log" 2>&1 &
   local serve=$!
   python3 -c "
@@ -69,13 +69,16 @@ for _ in range(240):
         urllib.request.urlopen('http://127.0.0.1:18231/health', timeout=2); break
     except Exception:
         time.sleep(0.5)"
-  rl rl gym.server=http://127.0.0.1:18231 &
-  local a=$!
-  rl control algorithm.reward_shuffle=true gym.server=http://127.0.0.1:18231 &
-  local b=$!
-  wait "$a" "$b"
+  local pids=() spec name
+  for spec in ${ARMS:-"rl: control:algorithm.reward_shuffle=true"}; do
+    name=${spec%%:*}
+    IFS=, read -r -a extra <<< "${spec#*:}"
+    rl "$name" gym.server=http://127.0.0.1:18231 "${extra[@]}" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
   kill "$serve" 2>/dev/null; wait "$serve" 2>/dev/null
-  cp "$RUNS/serve.log" "$RUNS/rl/" 2>/dev/null
+  cp "$RUNS/serve.log" "$RUNS/gym_serve.log" 2>/dev/null
 }
 for st in $STAGES; do
   case $st in
@@ -88,5 +91,16 @@ for st in $STAGES; do
     *) echo "unknown stage $st" >> "$OUT/summary.txt" ;;
   esac
 done
-python3 bench/train/summarize.py "$RUNS" >> "$OUT/summary.txt" 2>&1
+python3 bench/train/summarize.py "$RUNS" --json "$OUT/summary.json" >> "$OUT/summary.txt" 2>&1
+if [ -n "${ARMS:-}" ]; then  # every arm's folder in one tarball (the device returns at most 8 files)
+  names=$(for spec in $ARMS; do echo "${spec%%:*}"; done)
+  cp "$RUNS/gpu_util.csv" "$RUNS/stages.txt" "$RUNS/gym_serve.log" "$RUNS/" 2>/dev/null
+  tar czf "$OUT/arms.tgz" -C "$RUNS" --exclude='checkpoints' --exclude='weights' --exclude='tensorboard' \
+    gpu_util.csv stages.txt $( [ -f "$RUNS/gym_serve.log" ] && echo gym_serve.log) $names 2>/dev/null
+fi
+for pair in ${PLOTS:-rl:control}; do  # run:control pairs
+  a=${pair%%:*} b=${pair#*:}
+  [ -f "$RUNS/$a/metrics.jsonl" ] && [ -f "$RUNS/$b/metrics.jsonl" ] && python3 bench/train/plot_rl.py \
+    "$RUNS/$a/metrics.jsonl" "$RUNS/$b/metrics.jsonl" --out "$OUT/${a}_vs_${b}.png" >> "$OUT/summary.txt" 2>&1
+done
 cat "$OUT/summary.txt"

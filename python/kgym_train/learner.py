@@ -17,7 +17,8 @@ import torch
 
 from . import checkpoint
 from .chat import ChatRenderer
-from .losses import (aggregate, aggregate_norm, dual_clip_token_loss, micro_batches, response_logprobs)
+from .losses import (aggregate, aggregate_norm, dual_clip_token_loss, micro_batches, response_logprobs,
+                     risky_tokens)
 from .models import Policy
 from .tokenizer import load_tokenizer, train_tokenizer
 
@@ -159,7 +160,8 @@ class Learner:
         norm = aggregate_norm([r["token_mask"] for r in rows], mode)
         self.policy.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        sums = {"loss": 0.0, "clip_upper": 0.0, "clip_lower": 0.0, "clip_dual": 0.0, "kl": 0.0, "entropy": 0.0}
+        sums = {"loss": 0.0, "clip_upper": 0.0, "clip_lower": 0.0, "clip_dual": 0.0, "kl": 0.0, "entropy": 0.0,
+                "risky": 0.0}
         tokens = 0
         fitted = [self._fit(r["prompt_ids"], r["response_ids"]) for r in rows]
         lengths = [len(p) + len(r["response_ids"]) for (p, _), r in zip(fitted, rows)]
@@ -176,6 +178,9 @@ class Learner:
                 old[k, :n] = torch.tensor(rows[i]["old_logprobs"], dtype=torch.float32)
                 mask[k, :n] = torch.tensor(rows[i]["token_mask"], dtype=torch.bool)
             adv = torch.tensor([float(rows[i]["advantage"]) for i in mb], dtype=torch.float32, device=logp.device)
+            risky = risky_tokens(old, adv, actor.get("extreme_risk_prob_threshold"))
+            sums["risky"] += float((risky & mask).sum())
+            mask = mask & ~risky
             tl, st = dual_clip_token_loss(logp, old, adv, mask, float(actor["clip_ratio_low"]),
                                           float(actor["clip_ratio_high"]), float(actor["clip_ratio_c"]))
             loss = aggregate(tl, mask, mode, norm, float(actor["loss_scale_factor"]))
@@ -185,7 +190,8 @@ class Learner:
                 sums[key] += float(st[key].sum())
             sums["entropy"] += float((ent * mask).sum())
             tokens += int(mask.sum())
-        metrics = {"actor/rows": len(rows), "actor/tokens": tokens, "actor/truncated_rows": sum(t for _, t in fitted)}
+        metrics = {"actor/rows": len(rows), "actor/tokens": tokens, "actor/truncated_rows": sum(t for _, t in fitted),
+                   "actor/risky_tokens_masked": sums["risky"]}
         if tokens == 0:
             metrics["actor/skipped"] = 1
             return metrics

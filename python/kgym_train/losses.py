@@ -14,6 +14,8 @@ of the micro-batch losses is the mini-batch loss exactly):
   seq-mean-token-mean  mean over each row's valid tokens, mean over those rows
   token-mean           mean over all valid tokens
 """
+import math
+
 import torch
 
 AGG_MODES = ("seq-mean-token-sum", "seq-mean-token-mean", "token-mean")
@@ -72,6 +74,16 @@ def response_logprobs(policy, prompts, responses, pad_id, autocast_dtype=None, w
         with torch.no_grad():
             entropy = -(logsm.exp() * logsm).sum(-1)
     return logp * valid, entropy, valid
+
+
+def risky_tokens(old_logp, advantages, threshold):
+    """Dr.Kernel's extreme_risk_prob_threshold: tokens the old policy gave probability < threshold in rows with a
+    negative advantage. Pushing such a token down further moves the model most for least reason (a sampled
+    low-probability token has a gradient of about |A| on its logit), which can wreck what the policy does well;
+    the option leaves them out of the loss. threshold <= 0: none."""
+    if threshold is None or threshold <= 0:
+        return torch.zeros_like(old_logp, dtype=torch.bool)
+    return (old_logp < math.log(threshold)) & (advantages[:, None] < 0)
 
 
 def dual_clip_token_loss(logp, old_logp, advantages, mask, clip_low, clip_high, clip_c):

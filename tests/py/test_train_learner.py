@@ -227,3 +227,12 @@ def test_checkpoint_resume_gives_bit_identical_next_step_loss(kgym, tmp_path):
               "trainer_state.json"):
         assert (out / "checkpoints" / "step_6" / f).exists(), f
     assert (out / "final" / "model.safetensors").exists()
+
+
+def test_extreme_risk_tokens_are_those_of_negative_rows_below_the_threshold():
+    old = torch.log(torch.tensor([[0.5, 0.001, 0.2], [0.001, 0.9, 0.02]]))
+    adv = torch.tensor([-1.0, 2.0])
+    risky = losses.risky_tokens(old, adv, 0.05)
+    assert risky.tolist() == [[False, True, False], [False, False, False]]  # positive rows are never masked
+    assert not losses.risky_tokens(old, adv, None).any()
+    assert not losses.risky_tokens(old, adv, 0.0).any()
