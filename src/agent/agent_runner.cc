@@ -2,10 +2,10 @@
 
 #include <atomic>
 #include <mutex>
-#include <thread>
 
 #include "agent/progress.h"
 #include "agent/run_dir.h"
+#include "core/parallel_for.h"
 
 namespace kgym::agent {
 
@@ -64,27 +64,20 @@ Status RunAgent(const std::vector<Task>& tasks, const AgentRunOptions& opt, Turn
   ProgressBar bar(sum.total, sum.skipped, deps.counters, opt.progress);
   bar.Start();
 
-  std::atomic<size_t> next{0};
   std::atomic<int> failed{0};
   std::mutex err_mu;
   Status write_error;
-  auto worker = [&] {
-    for (size_t i = next++; i < jobs.size(); i = next++) {
-      nlohmann::json rec = RunTrajectory(*jobs[i].task, jobs[i].sample, opt.loop, deps);
-      bool ok = rec.value("status", "") == "done";
-      if (!ok) ++failed;
-      Status ws = run.Append(rec);
-      if (!ws.ok()) {
-        std::lock_guard<std::mutex> lock(err_mu);
-        write_error = ws;
-      }
-      bar.TrajectoryDone(ok);
+  ParallelFor(jobs.size(), opt.concurrency, [&](size_t i) {
+    nlohmann::json rec = RunTrajectory(*jobs[i].task, jobs[i].sample, opt.loop, deps);
+    bool ok = rec.value("status", "") == "done";
+    if (!ok) ++failed;
+    Status ws = run.Append(rec);
+    if (!ws.ok()) {
+      std::lock_guard<std::mutex> lock(err_mu);
+      write_error = ws;
     }
-  };
-  std::vector<std::thread> threads;
-  int n_threads = std::max(1, std::min<int>(opt.concurrency, static_cast<int>(jobs.size())));
-  for (int i = 0; i < n_threads; ++i) threads.emplace_back(worker);
-  for (auto& th : threads) th.join();
+    bar.TrajectoryDone(ok);
+  });
   bar.Stop();
   sum.ran = static_cast<int>(jobs.size());
   sum.failed = failed.load();
