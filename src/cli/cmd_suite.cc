@@ -15,10 +15,10 @@
 #include <thread>
 
 #include "cli/command_registry.h"
-#include "eval/admission.h"
-#include "eval/admitted_evaluator.h"
 #include "eval/evaluator.h"
-#include "eval/host_memory.h"
+#include "sched/admission.h"
+#include "sched/admitted_evaluator.h"
+#include "sched/host_memory.h"
 
 namespace {
 namespace fs = std::filesystem;

@@ -22,12 +22,12 @@
 
 #include "eval/extension_cache.h"
 #include "eval/gpu_timing.h"
-#include "eval/host_memory.h"
-#include "eval/policy.h"
 #include "eval/reference.h"
 #include "eval/tensor.h"
 #include "eval/timing_stats.h"
-#include "eval/worker_session.h"
+#include "sandbox/policy.h"
+#include "sandbox/process_stats.h"
+#include "sandbox/worker_session.h"
 #include "sandbox/zygote.h"
 
 namespace kgym {

@@ -8,10 +8,10 @@
 #include <sstream>
 
 #include "eval/timing_stats.h"
-#include "eval/worker_session.h"
 #include "gpu/cupti_format.h"
 #include "gpu/roofline.h"
 #include "gpu/timing_crosscheck.h"
+#include "sandbox/worker_session.h"
 
 namespace kgym {
 

@@ -17,11 +17,11 @@
 
 #include "core/evaluation.h"
 #include "core/status.h"
-#include "eval/wire.h"
 #include "gpu/coverage.h"
 #include "gpu/cupti_format.h"
 #include "gpu/kernel_timeline.h"
 #include "gpu/record_stream.h"
+#include "sandbox/channel.h"
 
 namespace kgym {
 

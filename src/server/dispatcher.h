@@ -8,8 +8,8 @@
 
 #include <optional>
 
-#include "eval/admission.h"
 #include "eval/evaluator.h"
+#include "sched/admission.h"
 #include "sched/scheduler.h"
 
 namespace kgym {

@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include "eval/admitted_evaluator.h"
-#include "sched/simulated_evaluator.h"
+#include "eval/simulated_evaluator.h"
+#include "sched/admitted_evaluator.h"
 
 namespace kgym {
 

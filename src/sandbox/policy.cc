@@ -1,4 +1,4 @@
-#include "eval/policy.h"
+#include "sandbox/policy.h"
 
 #include <cstdlib>
 #include <random>
