@@ -11,7 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/protocol.h"
+
 namespace kgym {
+
+namespace kind = protocol::kind;
+namespace field = protocol::field;
 
 Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::time_point deadline,
                             std::unique_ptr<WorkerSession>* out) {
@@ -96,13 +101,13 @@ Status WorkerSession::RecvReply(Clock::time_point deadline, Frame* out) {
   while (true) {
     Status s = Recv(deadline, out);
     if (!s.ok()) return s;
-    const std::string t = out->header.value("type", "");
-    if (t == "evidence") {
-      for (const auto& e : out->header.value("items", nlohmann::json::array())) evidence_.push_back(e);
+    const std::string t = out->header.value(field::kType, "");
+    if (t == kind::kEvidence) {
+      for (const auto& e : out->header.value(field::kItems, nlohmann::json::array())) evidence_.push_back(e);
       continue;
     }
-    if (t == "note") {
-      notes_[out->header.value("key", "note")] = out->header.value("value", nlohmann::json());
+    if (t == kind::kNote) {
+      notes_[out->header.value(field::kKey, "note")] = out->header.value(field::kValue, nlohmann::json());
       continue;
     }
     return s;
