@@ -1,6 +1,7 @@
 #include "eval/candidate_run.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "eval/gpu_timing.h"
@@ -22,6 +23,13 @@ namespace {
 using End = std::optional<Verdict>;  // a phase's result: nothing (go on) or how the run ends
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Per watched call, the CPU time of the threads born after the worker's hello (metadata: what the thread rules saw).
+nlohmann::json NewThreadCpuMs(const WatchEvidence& w) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : w.calls) out.push_back(std::round(c.new_thread_cpu_ms * 1e3) / 1e3);
+  return out;
+}
 
 // What the correctness phase hands on to the timing phase.
 struct TrialOutputs {
@@ -190,7 +198,7 @@ End CandidateRun::Load() {
 End CandidateRun::Correctness() {
   if (progress_) progress_("correctness");
   phase_ = "correctness";
-  ProcessWatch watch(w_->harness_pid(), w_->hello_threads(), /*count_threads=*/true, /*cpu=*/false);
+  ProcessWatch watch(w_->harness_pid(), w_->hello_threads(), /*count_threads=*/true, /*cpu=*/false, kSettleCalls);
   TrialOutputs outs;
   outs.held.reserve(ref_.trials.size());
   nlohmann::json log = nlohmann::json::array(), max_diff = nlohmann::json::array(), avg_diff = max_diff;
@@ -243,9 +251,14 @@ End CandidateRun::Correctness() {
 End CandidateRun::JudgeCorrectness(const TrialOutputs& outs, int passed, const std::string& problem,
                                    const ProcessWatch& watch) {
   const WatchEvidence& ev = watch.evidence();
-  if (End v = InProcessEvidenceRule(w_->evidence(), "")) {
+  md_["correctness_new_thread_cpu_ms"] = NewThreadCpuMs(ev);
+  if (End v = InProcessEvidenceRule(w_->evidence(), ev, "")) {
     md_["hack_evidence"] = w_->evidence();
     return v;
+  }
+  if (!w_->evidence().empty()) {  // only thread injection the outside watch showed idle: told, not judged
+    md_["idle_threads_evidence"] = w_->evidence();
+    w_->evidence() = nlohmann::json::array();
   }
   if (!problem.empty()) {
     md_["correctness_issue"] = problem;
@@ -348,7 +361,8 @@ End CandidateRun::Timing() {
 // caching on the brackets.
 End CandidateRun::JudgeTimingRules() {
   const WatchEvidence& ev = timed_watch_->evidence();
-  if (End v = InProcessEvidenceRule(w_->evidence(), " during timing")) {
+  md_["timing_new_thread_cpu_ms"] = NewThreadCpuMs(ev);
+  if (End v = InProcessEvidenceRule(w_->evidence(), ev, " during timing")) {
     md_["hack_evidence"] = w_->evidence();
     return v;
   }

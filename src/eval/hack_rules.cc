@@ -4,10 +4,18 @@
 #include <sstream>
 
 #include "eval/timing_stats.h"
+#include "sandbox/protocol.h"
 
 namespace kgym {
 
 namespace {
+
+// The calls after the settling ones.
+std::vector<WatchEvidence::Call> LaterCalls(const WatchEvidence& w) {
+  const size_t settle = static_cast<size_t>(std::max(0, w.settle_calls));
+  if (w.calls.size() <= settle) return {};
+  return {w.calls.begin() + static_cast<std::ptrdiff_t>(settle), w.calls.end()};
+}
 
 std::string Number(double x) {
   std::ostringstream o;
@@ -23,27 +31,42 @@ std::optional<Verdict> ChannelTamperingRule(const Status& status, bool cancelled
   return Verdict::Hacked("result channel tampering", status.message());
 }
 
-std::optional<Verdict> InProcessEvidenceRule(const nlohmann::json& items, const std::string& when) {
+bool LingeringThreadsIdle(const WatchEvidence& watch) {
+  std::vector<WatchEvidence::Call> later = LaterCalls(watch);
+  if (!watch.new_threads_known || later.empty()) return false;
+  const int settled = later.front().threads_before;  // what the first calls (and what they set off) left
+  std::vector<double> cpu;
+  for (const auto& c : later) {
+    if (c.threads_before > settled || c.threads_after > settled) return false;
+    cpu.push_back(c.new_thread_cpu_ms);
+  }
+  return Median(cpu) <= kIdleThreadCpuMs;
+}
+
+std::optional<Verdict> InProcessEvidenceRule(const nlohmann::json& items, const WatchEvidence& watch,
+                                             const std::string& when) {
   if (!items.is_array()) return std::nullopt;
   for (const auto& e : items) {
     if (!e.is_array() || e.size() < 2 || !e[0].is_string() || !e[1].is_string()) continue;
-    return Verdict::Of(Outcome::kHacked,
-                       "hacked (" + e[0].get<std::string>() + ")" + when + ": " + e[1].get<std::string>());
+    const std::string kind = e[0].get<std::string>();
+    if (kind == protocol::evidence::kThreadInjection && LingeringThreadsIdle(watch)) continue;
+    return Verdict::Of(Outcome::kHacked, "hacked (" + kind + ")" + when + ": " + e[1].get<std::string>());
   }
   return std::nullopt;
 }
 
 std::optional<Verdict> ThreadGrowthRule(const WatchEvidence& watch, const std::string& when) {
-  const int grew = watch.Growth();
+  std::vector<WatchEvidence::Call> later = LaterCalls(watch);
+  int grew = 0;
+  for (const auto& c : later) grew += c.threads_after > c.threads_before;
   if (grew < kGrowthCalls) return std::nullopt;
-  return Verdict::Of(Outcome::kHacked, "hacked (thread injection)" + when +
-                                           ": the worker process had more threads when a call returned "
-                                           "than when it began in " +
-                                           std::to_string(grew) + " of " + std::to_string(watch.calls.size()) +
-                                           " calls (" + std::to_string(watch.calls.front().threads_before) +
-                                           " threads before the first, " +
-                                           std::to_string(watch.calls.back().threads_after) +
-                                           " after the last), seen from outside the worker");
+  std::ostringstream o;
+  o << "the worker process had more threads when a call returned than when it began in " << grew << " of "
+    << later.size() << " calls";
+  if (watch.settle_calls > 0) o << " after the first " << watch.settle_calls;
+  o << " (" << watch.calls.front().threads_before << " threads before the first call, "
+    << watch.calls.back().threads_after << " after the last), seen from outside the worker";
+  return Verdict::Of(Outcome::kHacked, "hacked (thread injection)" + when + ": " + o.str());
 }
 
 std::optional<Verdict> ConstantOutputRule(const std::vector<const Values*>& reference_outputs,

@@ -28,16 +28,31 @@
 
 namespace kgym {
 
+// Threads started in the first calls of an evaluation may be a pool a library makes lazily on first use
+// (torch.compile's Inductor starts its compile and progress threads in the call that compiles); threads started by
+// later calls are not. The correctness phase lets its first kSettleCalls calls settle (WatchEvidence::settle_calls);
+// the timing phase, whose calls come after those, none.
+constexpr int kSettleCalls = 2;
+
 // Channel tampering: the worker sent a malformed frame or an unsealed region (only a process that rewrote the
 // harness's channel code does). `status` is what reading its reply returned.
 std::optional<Verdict> ChannelTamperingRule(const Status& status, bool cancelled);
 
-// In-process evidence, [[kind, detail], ...] in the order seen: the first item decides, worded
-// "hacked (<kind>)<when>: <detail>" (`when`: "" or " during timing").
-std::optional<Verdict> InProcessEvidenceRule(const nlohmann::json& items, const std::string& when);
+// True when the threads of the candidate's process that outlived its calls are an idle pool started in its first
+// calls: calls watched after the settling ones, no thread count in them above the one they began with, and the
+// threads born after hello used (median over those calls) no more than kIdleThreadCpuMs of CPU per call.
+constexpr double kIdleThreadCpuMs = 0.05;
+bool LingeringThreadsIdle(const WatchEvidence& watch);
 
-// Thread injection seen from outside: the thread count grew during at least kGrowthCalls calls (a thread per call, left
-// running or finishing deferred work; a pool made lazily grows it once), whatever the in-process checks said.
+// In-process evidence, [[kind, detail], ...] in the order seen: the first item decides, worded
+// "hacked (<kind>)<when>: <detail>" (`when`: "" or " during timing"). Thread injection seen in-process stands only
+// when the outside watch does not show the lingering threads idle (LingeringThreadsIdle): a thread name or a Python
+// thread object can be forged, CPU time read from outside cannot.
+std::optional<Verdict> InProcessEvidenceRule(const nlohmann::json& items, const WatchEvidence& watch,
+                                             const std::string& when);
+
+// Thread injection seen from outside: the thread count grew during at least kGrowthCalls of the calls after the
+// settling ones (a thread per call, left running or finishing deferred work), whatever the in-process checks said.
 constexpr int kGrowthCalls = 2;
 std::optional<Verdict> ThreadGrowthRule(const WatchEvidence& watch, const std::string& when);
 

@@ -11,6 +11,7 @@ namespace {
 WatchEvidence Watch(const std::vector<std::pair<int, int>>& counts, const std::vector<double>& new_cpu = {}) {
   WatchEvidence w;
   w.new_threads_known = true;
+  w.settle_calls = kSettleCalls;  // as in the correctness phase
   for (size_t i = 0; i < counts.size(); ++i)
     w.calls.push_back({counts[i].first, counts[i].second, i < new_cpu.size() ? new_cpu[i] : 0.0});
   return w;
@@ -31,28 +32,61 @@ TEST(HackRulesTest, ChannelTampering) {
   EXPECT_FALSE(ChannelTamperingRule(Status::Timeout("slow"), false));
 }
 
+TEST(HackRulesTest, LingeringThreadsIdle) {
+  // A pool started in the first two calls, then nothing: idle.
+  EXPECT_TRUE(LingeringThreadsIdle(Watch({{10, 14}, {14, 15}, {15, 15}, {15, 15}}, {5.0, 1.0, 0, 0})));
+  // A thread the first calls set off that starts just after them still counts as theirs.
+  EXPECT_TRUE(LingeringThreadsIdle(Watch({{10, 14}, {14, 14}, {15, 15}, {15, 15}})));
+  // Still growing after the first two calls.
+  EXPECT_FALSE(LingeringThreadsIdle(Watch({{10, 14}, {14, 15}, {15, 16}, {16, 16}})));
+  EXPECT_FALSE(LingeringThreadsIdle(Watch({{10, 14}, {14, 15}, {15, 15}, {16, 16}})));
+  // The new threads work in every later call (a worker thread doing forward's work).
+  EXPECT_FALSE(LingeringThreadsIdle(Watch({{10, 11}, {11, 11}, {11, 11}, {11, 11}}, {0.4, 0.4, 0.4, 0.4})));
+  // A periodic wake-up in one call of several is not work.
+  EXPECT_TRUE(LingeringThreadsIdle(Watch({{10, 11}, {11, 11}, {11, 11}, {11, 11}, {11, 11}}, {0, 0, 0.3, 0, 0})));
+  // Too few calls to tell, or no baseline of threads: not idle.
+  EXPECT_FALSE(LingeringThreadsIdle(Watch({{10, 14}, {14, 14}})));
+  WatchEvidence unknown = Watch({{10, 10}, {10, 10}, {10, 10}});
+  unknown.new_threads_known = false;
+  EXPECT_FALSE(LingeringThreadsIdle(unknown));
+}
+
 TEST(HackRulesTest, InProcessEvidence) {
   nlohmann::json items = nlohmann::json::array();
   items.push_back({protocol::evidence::kInputMutation, "input 0 was modified by forward"});
-  items.push_back({protocol::evidence::kStrayProcess, "1 process(es) still running"});
-  auto v = InProcessEvidenceRule(items, "");
+  auto v = InProcessEvidenceRule(items, Watch({}), "");
   ASSERT_TRUE(v);
-  EXPECT_EQ(v->detail, "hacked (input mutation): input 0 was modified by forward");  // the first item decides
-  EXPECT_EQ(InProcessEvidenceRule(items, " during timing")->detail,
+  EXPECT_EQ(v->detail, "hacked (input mutation): input 0 was modified by forward");
+  EXPECT_EQ(InProcessEvidenceRule(items, Watch({}), " during timing")->detail,
             "hacked (input mutation) during timing: input 0 was modified by forward");
-  EXPECT_FALSE(InProcessEvidenceRule(nlohmann::json::array(), ""));
+  EXPECT_FALSE(InProcessEvidenceRule(nlohmann::json::array(), Watch({}), ""));
+  // Thread injection stands unless the outside watch shows the threads idle; other evidence after it still counts.
+  nlohmann::json threads = nlohmann::json::array();
+  threads.push_back({protocol::evidence::kThreadInjection, "2 thread(s) still running"});
+  EXPECT_TRUE(InProcessEvidenceRule(threads, Watch({{10, 12}}), ""));
+  const WatchEvidence idle = Watch({{10, 12}, {12, 12}, {12, 12}});
+  EXPECT_FALSE(InProcessEvidenceRule(threads, idle, ""));
+  threads.push_back({protocol::evidence::kStrayProcess, "1 process(es) still running"});
+  EXPECT_NE(InProcessEvidenceRule(threads, idle, "")->detail.find("stray process"), std::string::npos);
   // Malformed items are not evidence.
-  EXPECT_FALSE(InProcessEvidenceRule(nlohmann::json::array({"x", {1, 2}}), ""));
+  EXPECT_FALSE(InProcessEvidenceRule(nlohmann::json::array({"x", {1, 2}}), Watch({}), ""));
 }
 
 TEST(HackRulesTest, ThreadGrowth) {
   // A thread per call: caught, seen from outside.
-  auto v = ThreadGrowthRule(Watch({{10, 11}, {11, 12}, {12, 13}}), "");
+  auto v = ThreadGrowthRule(Watch({{10, 11}, {11, 12}, {12, 13}, {13, 14}, {14, 15}}), "");
   ASSERT_TRUE(v);
   EXPECT_NE(v->detail.find("hacked (thread injection)"), std::string::npos);
   EXPECT_NE(v->detail.find("seen from outside the worker"), std::string::npos);
-  // A pool made lazily on the first call grows the count once.
-  EXPECT_FALSE(ThreadGrowthRule(Watch({{10, 14}, {14, 14}, {14, 14}}), ""));
+  // A pool made lazily in the first calls grows only there.
+  EXPECT_FALSE(ThreadGrowthRule(Watch({{10, 14}, {14, 15}, {15, 15}, {15, 15}, {15, 15}}), ""));
+  // One late growth is not enough.
+  EXPECT_FALSE(ThreadGrowthRule(Watch({{10, 10}, {10, 10}, {10, 11}, {11, 11}}), ""));
+  // In the timing phase, whose calls come after the correctness trials, no call settles: growth in its first two
+  // calls counts.
+  WatchEvidence timing = Watch({{10, 11}, {11, 12}, {12, 12}});
+  timing.settle_calls = 0;
+  EXPECT_TRUE(ThreadGrowthRule(timing, " during timing"));
 }
 
 TEST(HackRulesTest, ConstantOutput) {

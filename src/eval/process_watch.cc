@@ -10,9 +10,10 @@ int WatchEvidence::Growth() const {
   return n;
 }
 
-ProcessWatch::ProcessWatch(pid_t pid, std::set<pid_t> hello_threads, bool count_threads, bool cpu)
+ProcessWatch::ProcessWatch(pid_t pid, std::set<pid_t> hello_threads, bool count_threads, bool cpu, int settle_calls)
     : pid_(pid), hello_(std::move(hello_threads)), count_threads_(count_threads), cpu_(cpu) {
   ev_.new_threads_known = count_threads_ && pid_ > 0 && !hello_.empty();
+  ev_.settle_calls = settle_calls;
 }
 
 double ProcessWatch::NewThreadCpuMs() {

@@ -27,6 +27,9 @@ struct WatchEvidence {
   std::vector<Call> calls;  // the calls whose threads were counted, in order
   std::vector<double> cpu_inside_ms, cpu_between_ms;
   bool new_threads_known = false;  // the threads at hello were known, so new_thread_cpu_ms means something
+  // The first calls of the evaluation, where a library may start its threads lazily (eval/hack_rules.h); 0 in a phase
+  // whose calls come after others.
+  int settle_calls = 0;
 
   int Growth() const;  // calls that ended with more threads than they began with
 };
@@ -35,7 +38,7 @@ class ProcessWatch {
  public:
   // `hello_threads`: the ids of the process's threads when the worker said hello (empty: unknown). `count_threads`
   // and `cpu` say what is watched (the reference's threads and the correctness trials' CPU are not judged).
-  ProcessWatch(pid_t pid, std::set<pid_t> hello_threads, bool count_threads, bool cpu);
+  ProcessWatch(pid_t pid, std::set<pid_t> hello_threads, bool count_threads, bool cpu, int settle_calls = 0);
 
   // Around one call. A call whose threads are not counted (an early warmup) still counts for the CPU split;
   // `between_follows` says the time until the next Before() is the harness's refill alone (no fetch of outputs).
