@@ -1,6 +1,6 @@
-// WorkerSession: the supervisor's side of one sandboxed worker process forked from the zygote, with its private channel and its captured
-// output. The session, not the worker, owns the clock: every deadline is enforced here, and a worker that dies
-// is noticed at once through EOF on its channel.
+// WorkerSession: the supervisor's side of one sandboxed worker process forked from the zygote, with its private
+// channel and its captured output. The session, not the worker, owns the clock: every deadline is enforced here, and
+// a worker that dies is noticed at once through EOF on its channel.
 #pragma once
 
 #include <atomic>
