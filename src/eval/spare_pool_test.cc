@@ -17,11 +17,12 @@ struct FakeWorker {
   std::atomic<int>* alive;
 };
 
-// Starts workers numbered 1, 2, ...; a start can be held until the test releases it.
+// Starts workers numbered 1, 2, ...; built held, a start waits until the test calls Release().
 struct Starter {
-  std::atomic<int> started{0}, alive{0};
-  std::shared_future<void> gate;
-  bool fail = false;
+  explicit Starter(bool held = false) {
+    if (held) gate = release.get_future().share();
+  }
+  void Release() { release.set_value(); }
   SparePool<FakeWorker>::StartFn Fn() {
     return [this](std::unique_ptr<FakeWorker>* out) {
       if (gate.valid()) gate.wait();
@@ -31,19 +32,21 @@ struct Starter {
       return Status::Ok();
     };
   }
+  std::atomic<int> started{0}, alive{0};
+  std::promise<void> release;
+  std::shared_future<void> gate;
+  bool fail = false;
 };
 
 steady_clock::time_point Soon() { return steady_clock::now() + std::chrono::seconds(30); }
 
 TEST(SparePoolTest, FirstTakeIsFreshAndStartsASpare) {
-  Starter st;
-  std::promise<void> release;
-  st.gate = release.get_future().share();
+  Starter st(/*held=*/true);
   SparePool<FakeWorker> pool;
   std::unique_ptr<FakeWorker> w;
   EXPECT_EQ(pool.Take("policy", Soon(), st.Fn(), &w), "fresh");
   EXPECT_EQ(w, nullptr);
-  release.set_value();
+  st.Release();
   // The spare started by the first Take is still on its way or ready: either way the second Take gets it.
   std::string how = pool.Take("policy", Soon(), st.Fn(), &w);
   EXPECT_TRUE(how == "spare" || how == "spare_waited") << how;
@@ -52,9 +55,7 @@ TEST(SparePoolTest, FirstTakeIsFreshAndStartsASpare) {
 }
 
 TEST(SparePoolTest, WaitsForTheSpareBeingStarted) {
-  Starter st;
-  std::promise<void> release;
-  st.gate = release.get_future().share();
+  Starter st(/*held=*/true);
   SparePool<FakeWorker> pool;
   std::unique_ptr<FakeWorker> w;
   pool.Take("policy", Soon(), st.Fn(), &w);  // starts spare 1, held at the gate
@@ -63,7 +64,7 @@ TEST(SparePoolTest, WaitsForTheSpareBeingStarted) {
     std::string how = pool.Take("policy", Soon(), st.Fn(), &mine);
     return std::make_pair(how, mine ? mine->id : 0);
   });
-  release.set_value();
+  st.Release();
   auto [how, id] = second.get();
   EXPECT_EQ(id, 1);  // the one that was starting, not a second start beside it
   EXPECT_TRUE(how == "spare_waited" || how == "spare") << how;
@@ -90,14 +91,12 @@ TEST(SparePoolTest, FailedStartsAreDropped) {
 }
 
 TEST(SparePoolTest, DestructorEndsIdleAndStartingSpares) {
-  Starter st;
-  std::promise<void> release;
-  st.gate = release.get_future().share();
+  Starter st(/*held=*/true);
   {
     SparePool<FakeWorker> pool;
     std::unique_ptr<FakeWorker> w;
     pool.Take("a", Soon(), st.Fn(), &w);
-    release.set_value();
+    st.Release();
     pool.Take("b", Soon(), st.Fn(), &w);
   }
   EXPECT_EQ(st.alive.load(), 0);
