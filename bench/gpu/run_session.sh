@@ -62,7 +62,7 @@ for st in $STAGES; do
              --jobs "${SUITE_JOBS:-3}" --perf-trials 50 --out "$OUT/suite.json" > "$OUT/suite.md" 2> "$OUT/suite.stderr" ;;
     redteam)
       python3 -c "import pytest" 2>/dev/null || python3 -m pip install -q --no-index --target /tmp/kgym-pytest "$B"/wheels/*.whl
-      PYTHONPATH="/tmp/kgym-pytest:$PWD/python" KGYM_GPU_TESTS=1 timeout "${REDTEAM_TIMEOUT:-200}" \
+      PYTHONPATH="/tmp/kgym-pytest:$PWD/python" KGYM_GPU_TESTS=1 timeout "${REDTEAM_TIMEOUT:-420}" \
         python3 -m pytest -q -rA -p no:cacheprovider tests/redteam/test_redteam_gpu.py > "$OUT/redteam_gpu.txt" 2>&1 ;;
     throughput) timeout "${THROUGHPUT_TIMEOUT:-500}" python3 bench/throughput/run_throughput.py --bin "$KGYM_BIN" \
                   --gpus all ${THROUGHPUT_ARGS:-} --out "$OUT/throughput-h200.json" > "$OUT/throughput.md" 2>&1 ;;

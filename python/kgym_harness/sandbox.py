@@ -1,6 +1,6 @@
 """Process isolation applied to a freshly forked worker, before any untrusted code is loaded.
 
-Layout of one worker (see src/sandbox/README.md):
+Layout of one worker (the supervisor forks it through src/sandbox/zygote.h):
   zygote --fork--> C (outside)  unshare(PID|NET|NS) --fork--> G (PID 1 of the new namespace) --fork--> H (runs
   the harness). When C dies (the supervisor SIGKILLs it on timeout or cancel), G dies by PDEATHSIG and the kernel
   kills every process in the namespace, so nothing the candidate started survives the evaluation.

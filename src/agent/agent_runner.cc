@@ -3,10 +3,10 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include "agent/progress.h"
 #include "agent/run_dir.h"
+#include "core/parallel_for.h"
 
 namespace kgym::agent {
 
@@ -65,33 +65,29 @@ Status RunAgent(const std::vector<Task>& tasks, const AgentRunOptions& opt, Turn
   ProgressBar bar(sum.total, sum.skipped, deps.counters, opt.progress);
   bar.Start();
 
-  std::atomic<size_t> next{0};
   std::atomic<int> failed{0};
   std::mutex err_mu;
   Status write_error;
-  auto worker = [&] {
-    for (size_t i = next++; i < jobs.size(); i = next++) {
-      nlohmann::json rec = RunTrajectory(*jobs[i].task, jobs[i].sample, opt.loop, deps);
-      bool ok = rec.value("status", "") == "done";
-      if (!ok) ++failed;
-      Status ws = run.Append(rec);
-      if (!ws.ok()) {
-        std::lock_guard<std::mutex> lock(err_mu);
-        write_error = ws;
-      }
-      bar.TrajectoryDone(ok);
-    }
-  };
-  std::vector<std::thread> threads;
-  int n_threads = std::max(1, std::min<int>(opt.concurrency, static_cast<int>(jobs.size())));
+  int threads = opt.concurrency;
   std::unique_ptr<TurnPhaseGate> gate;
   if (opt.lockstep && !jobs.empty()) {
-    n_threads = static_cast<int>(jobs.size());
-    gate = std::make_unique<TurnPhaseGate>(n_threads);
+    // One thread per trajectory: each blocks in its first Generate() until all have arrived, so no thread can
+    // take a second trajectory before every one is running.
+    threads = static_cast<int>(jobs.size());
+    gate = std::make_unique<TurnPhaseGate>(threads);
     deps.gate = gate.get();
   }
-  for (int i = 0; i < n_threads; ++i) threads.emplace_back(worker);
-  for (auto& th : threads) th.join();
+  ParallelFor(jobs.size(), threads, [&](size_t i) {
+    nlohmann::json rec = RunTrajectory(*jobs[i].task, jobs[i].sample, opt.loop, deps);
+    bool ok = rec.value("status", "") == "done";
+    if (!ok) ++failed;
+    Status ws = run.Append(rec);
+    if (!ws.ok()) {
+      std::lock_guard<std::mutex> lock(err_mu);
+      write_error = ws;
+    }
+    bar.TrajectoryDone(ok);
+  });
   bar.Stop();
   sum.ran = static_cast<int>(jobs.size());
   sum.failed = failed.load();

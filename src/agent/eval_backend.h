@@ -38,9 +38,6 @@ std::unique_ptr<EvalBackend> MakeHttpGymBackend(const HttpGymOptions& options);
 // The POST /evaluate body the Dr.Kernel reward client sends for `req`.
 nlohmann::json GymPayload(const EvalRequest& req, bool is_valid);
 
-// Whether the in-process evaluator was built into this binary.
-bool InProcessEvaluatorAvailable();
-
 // Creates the in-process backend over kgym::Evaluator (compat = KernelGYM status semantics in the result).
 Status MakeInProcessBackend(bool unsafe_no_sandbox, bool compat, std::unique_ptr<EvalBackend>* out);
 

@@ -1,4 +1,4 @@
-// Built only when the kgym_eval library exists (see CMakeLists.txt).
+// The in-process EvalBackend: a kgym::Evaluator of this process.
 #include "agent/eval_backend.h"
 #include "eval/evaluator.h"
 
@@ -22,8 +22,6 @@ class InProcessBackend : public EvalBackend {
   bool compat_;
 };
 }  // namespace
-
-bool InProcessEvaluatorAvailable() { return true; }
 
 Status MakeInProcessBackend(bool unsafe_no_sandbox, bool compat, std::unique_ptr<EvalBackend>* out) {
   EvaluatorOptions opt;

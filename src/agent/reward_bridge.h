@@ -9,11 +9,8 @@
 
 namespace kgym::agent {
 
-// Whether this binary was built with kgym_rl.
-bool RewardsAvailable();
-
 // Builds the reward function named `name` with Dr.Kernel's defaults; `coverage` turns the profiling-coverage
-// term on (the RL recipe) or off (the eval scripts). Fails on an unknown name or without kgym_rl.
+// term on (the RL recipe) or off (the eval scripts). Fails on an unknown name.
 Status MakeRewardFn(const std::string& name, bool coverage, RewardFn* out);
 
 }  // namespace kgym::agent

@@ -1,10 +1,8 @@
-// Built when src/rl (kgym_rl) is present.
+// The agent's reward through kgym_rl.
 #include "agent/reward_bridge.h"
 #include "rl/reward.h"
 
 namespace kgym::agent {
-
-bool RewardsAvailable() { return true; }
 
 Status MakeRewardFn(const std::string& name, bool coverage, RewardFn* out) {
   rl::RewardConfig cfg;

@@ -86,12 +86,8 @@ int RunAgentCommand(const AgentArgs& a) {
   RewardFn reward;
   s = MakeRewardFn(a.reward, a.reward_coverage, &reward);
   if (!s.ok()) {
-    if (RewardsAvailable()) {
-      std::fprintf(stderr, "kgym agent: %s\n", s.ToString().c_str());
-      return 2;
-    }
-    std::fprintf(stderr, "kgym agent: warning: %s; every turn gets reward 0\n", s.ToString().c_str());
-    reward = [](const nlohmann::json&) { return nlohmann::json{{"reward", 0.0}, {"reward_unavailable", true}}; };
+    std::fprintf(stderr, "kgym agent: %s\n", s.ToString().c_str());
+    return 2;
   }
 
   loop.turns = a.turns;

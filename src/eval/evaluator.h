@@ -22,7 +22,7 @@
 
 namespace kgym {
 
-struct AdmissionStats;  // eval/admission.h
+struct AdmissionStats;  // sched/admission.h
 
 struct EvaluatorOptions {
   std::string python;        // interpreter with torch; "" = $KGYM_PYTHON or /usr/bin/python3
@@ -81,7 +81,7 @@ class Evaluator {
   // held. The keys are the results' metadata "reference_cache_key". The default keeps nothing.
   virtual std::vector<std::pair<std::string, uint64_t>> CachedReferences() { return {}; }
 
-  // Memory-admission counters, for an evaluator that admits evaluations by memory (eval/admitted_evaluator.h);
+  // Memory-admission counters, for an evaluator that admits evaluations by memory (sched/admitted_evaluator.h);
   // false for one that does not.
   virtual bool Admission(AdmissionStats* out) {
     (void)out;

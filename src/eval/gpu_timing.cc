@@ -7,13 +7,18 @@
 #include <regex>
 #include <sstream>
 
+#include "eval/hack_rules.h"
 #include "eval/timing_stats.h"
-#include "eval/worker_session.h"
 #include "gpu/cupti_format.h"
 #include "gpu/roofline.h"
 #include "gpu/timing_crosscheck.h"
+#include "sandbox/protocol.h"
+#include "sandbox/worker_session.h"
 
 namespace kgym {
+
+namespace kind = protocol::kind;
+namespace field = protocol::field;
 
 WorkerTimeline TimelineFromBytes(std::string_view bytes, const std::string& worker_error) {
   WorkerTimeline t;
@@ -46,16 +51,17 @@ WorkerTimeline TimelineFromBytes(std::string_view bytes, const std::string& work
 
 Status FetchTimeline(WorkerSession* w, Clock::time_point deadline, WorkerTimeline* out) {
   Frame f;
-  Status s = w->Send({{"type", "timeline"}});
+  Status s = w->Send({{field::kType, kind::kTimeline}});
   if (s.ok()) s = w->RecvReply(deadline, &f);
   if (!s.ok()) return s;
-  if (f.header.value("type", "") != "timeline") {
+  if (f.header.value(field::kType, "") != kind::kTimeline) {
     *out = WorkerTimeline{};
-    out->problem = "the worker answered the timeline request with " + f.header.value("type", std::string("nothing"));
+    out->problem =
+        "the worker answered the timeline request with " + f.header.value(field::kType, std::string("nothing"));
     return Status::Ok();
   }
-  std::string err = f.header.contains("error") && f.header["error"].is_string() ? f.header["error"].get<std::string>()
-                                                                               : std::string();
+  const auto& e = f.header.find(field::kError);
+  const std::string err = e != f.header.end() && e->is_string() ? e->get<std::string>() : std::string();
   *out = TimelineFromBytes(f.payload, err);
   return Status::Ok();
 }
@@ -175,14 +181,19 @@ int ParenDelta(const std::string& line) {
   for (size_t i = 0; i < line.size(); ++i) {
     char ch = line[i];
     if (quote) {
-      if (ch == '\\') ++i;
-      else if (ch == quote) quote = 0;
+      if (ch == '\\')
+        ++i;
+      else if (ch == quote)
+        quote = 0;
       continue;
     }
     if (ch == '#') break;
-    if (ch == '"' || ch == '\'') quote = ch;
-    else if (ch == '(' || ch == '[' || ch == '{') ++d;
-    else if (ch == ')' || ch == ']' || ch == '}') --d;
+    if (ch == '"' || ch == '\'')
+      quote = ch;
+    else if (ch == '(' || ch == '[' || ch == '{')
+      ++d;
+    else if (ch == ')' || ch == ']' || ch == '}')
+      --d;
   }
   return d;
 }
@@ -280,160 +291,177 @@ gpu::CandidateKernelNames CandidateKernelsFromSource(const std::string& code,
   for (const auto& [name, cuda] : names) {
     if (kept.count(name)) continue;
     gpu::CandidateKernelNames one;
-    if (cuda) one.AddCudaSymbol(name);
-    else one.AddTritonKernel(name);
+    if (cuda)
+      one.AddCudaSymbol(name);
+    else
+      one.AddTritonKernel(name);
     bool library = std::any_of(reference_kernels.begin(), reference_kernels.end(),
                                [&](const std::string& r) { return one.Matches(r); });
     if (library) continue;
     kept.insert(name);
-    if (cuda) out.AddCudaSymbol(name);
-    else out.AddTritonKernel(name);
+    if (cuda)
+      out.AddCudaSymbol(name);
+    else
+      out.AddTritonKernel(name);
     if (found) found->push_back(name);
   }
   return out;
 }
 
-CandidateTimingVerdict JudgeCandidateTiming(const CandidateTimingInputs& in) {
-  CandidateTimingVerdict v;
-  auto& md = v.metadata;
+namespace {
+
+// The timed calls' spans, or why the candidate's timeline cannot be used ("" when it can).
+std::string TimelineProblem(const CandidateTimingInputs& in, TimedSpans* sp) {
   const int n = static_cast<int>(in.bracket_ms.size());
+  if (in.ref.span_median_ms < 0) return "the reference has no usable kernel timeline";
+  if (!in.timeline) return "the candidate's worker had no kernel recorder";
+  if (!in.timeline->ok) return in.timeline->problem;
+  *sp = SpansOfTimedCalls(in.timeline->timeline, n);
+  if (sp->missing > 0 || sp->span_ms.empty())
+    return "the kernel timeline lacks " + std::to_string(sp->missing) + " of " + std::to_string(n) + " timed calls";
+  return "";
+}
+
+// The harness's cost per call in this process and the reference's host time (see RuntimeFromTimeline).
+struct Overheads {
+  double harness_ms = 0, reference_host_ms = 0;
+};
+
+// The reported time: the timeline's spans, or the supervisor's brackets raised to their floor.
+Overheads ChooseReportedTime(const CandidateTimingInputs& in, const TimedSpans& sp, bool usable,
+                             CandidateTimingVerdict* v) {
+  auto& md = v->metadata;
   const double bracket = Median(in.bracket_ms);
   const bool ref_tl = in.ref.span_median_ms >= 0;
-  const WorkerTimeline* tl = in.timeline;
-  TimedSpans sp;
-  std::string problem;
-  if (!ref_tl) problem = "the reference has no usable kernel timeline";
-  else if (!tl) problem = "the candidate's worker had no kernel recorder";
-  else if (!tl->ok) problem = tl->problem;
-  else {
-    sp = SpansOfTimedCalls(tl->timeline, n);
-    if (sp.missing > 0 || sp.span_ms.empty())
-      problem = "the kernel timeline lacks " + std::to_string(sp.missing) + " of " + std::to_string(n) + " timed calls";
-  }
-  if (!problem.empty()) md["timeline_problem"] = problem;
-  const bool usable = problem.empty();
-
-  // ---- the reported time ----
   // The harness's cost per call in this process: its null calls' median bracket when it made them (capped, so a
   // process that slows its own null calls cannot buy much room), else the reference's bracket-less-span gap.
-  double overhead = in.ref.gap_ms, host = 0;
+  Overheads o{in.ref.gap_ms, 0};
   if (!in.null_ms.empty()) {
-    double own = Median(in.null_ms);
-    overhead = in.ref.null_ms > 0 ? std::min(own, 2 * in.ref.null_ms + 0.05) : own;
-    if (in.ref.null_ms > 0) host = std::max(0.0, in.ref.gap_ms - in.ref.null_ms);
+    const double own = Median(in.null_ms);
+    o.harness_ms = in.ref.null_ms > 0 ? std::min(own, 2 * in.ref.null_ms + 0.05) : own;
+    if (in.ref.null_ms > 0) o.reference_host_ms = std::max(0.0, in.ref.gap_ms - in.ref.null_ms);
     md["timing_null_call_median_ms"] = own;
   }
   if (!ref_tl) {  // no timeline on either side: the supervisor's brackets, as on the CPU
-    v.stats = ComputeTimingStats(in.bracket_ms);
-    v.source = "supervisor";
+    v->stats = ComputeTimingStats(in.bracket_ms);
+    v->source = "supervisor";
   } else {
-    double span = usable ? Median(sp.span_ms) : -1;
-    double burst = BurstPerCallMs(in.burst_ms, in.null_burst_ms, in.burst_k, in.ref.null_burst_ms);
+    const double span = usable ? Median(sp.span_ms) : -1;
+    const double burst = BurstPerCallMs(in.burst_ms, in.null_burst_ms, in.burst_k, in.ref.null_burst_ms);
     if (burst >= 0) md["timing_burst_per_call_ms"] = burst;
-    RuntimeChoice c = RuntimeFromTimeline(span, bracket, overhead, host, span >= 0 ? burst : -1);
-    v.source = c.source;
+    RuntimeChoice c = RuntimeFromTimeline(span, bracket, o.harness_ms, o.reference_host_ms, span >= 0 ? burst : -1);
+    v->source = c.source;
     md["timing_floor_ms"] = c.floor_ms;
     if (c.source == "timeline") {
-      v.stats = ComputeTimingStats(sp.span_ms);
+      v->stats = ComputeTimingStats(sp.span_ms);
     } else {
       // The bracket series shifted by what the choice took off (its median is the reported time).
-      double off = bracket - c.runtime_ms;
+      const double off = bracket - c.runtime_ms;
       std::vector<double> adj;
       for (double b : in.bracket_ms) adj.push_back(std::max(0.0, b - off));
-      v.stats = ComputeTimingStats(adj);
+      v->stats = ComputeTimingStats(adj);
       md["timing_source_reason"] = c.why;
     }
   }
-  md["timing_source"] = v.source;
+  md["timing_source"] = v->source;
   md["timing_supervisor_median_ms"] = bracket;
   if (ref_tl) {
-    md["timing_harness_overhead_ms"] = overhead;
-    md["timing_reference_host_ms"] = host;
+    md["timing_harness_overhead_ms"] = o.harness_ms;
+    md["timing_reference_host_ms"] = o.reference_host_ms;
   }
-  if (!usable) return v;
+  return o;
+}
 
-  md["timeline_span_median_ms"] = Median(sp.span_ms);
-  md["timeline_busy_median_ms"] = Median(sp.busy_ms);
-  md["timeline_kernel_sum_median_ms"] = Median(sp.kernel_ms);
-  {
-    std::vector<double> span_us, ev_us, host_us;
-    for (double x : sp.span_ms) span_us.push_back(x * 1e3);
-    for (double x : in.event_ms) ev_us.push_back(x * 1e3);
-    for (double x : in.bracket_ms) host_us.push_back(std::max(0.0, x - overhead - host) * 1e3);
-    md["timing_crosscheck"] = gpu::CrossCheckTiming(span_us, ev_us, host_us, in.crosscheck_threshold).ToJson();
+void RecordCrossCheck(const CandidateTimingInputs& in, const TimedSpans& sp, const Overheads& o, nlohmann::json* md) {
+  (*md)["timeline_span_median_ms"] = Median(sp.span_ms);
+  (*md)["timeline_busy_median_ms"] = Median(sp.busy_ms);
+  (*md)["timeline_kernel_sum_median_ms"] = Median(sp.kernel_ms);
+  std::vector<double> span_us, ev_us, host_us;
+  for (double x : sp.span_ms) span_us.push_back(x * 1e3);
+  for (double x : in.event_ms) ev_us.push_back(x * 1e3);
+  for (double x : in.bracket_ms) host_us.push_back(std::max(0.0, x - o.harness_ms - o.reference_host_ms) * 1e3);
+  (*md)["timing_crosscheck"] = gpu::CrossCheckTiming(span_us, ev_us, host_us, in.crosscheck_threshold).ToJson();
+}
+
+// Caching on device time. The supervisor's bracket rule needs a fresh call to cost four times a repeat and 0.5 ms
+// more, which a cache whose hit path still syncs and copies can stay under; the GPU's busy time tells the two paths
+// apart far more sharply. An honest kernel does the same device work on a set it has not seen (the L2 is flushed
+// before every call either way).
+std::optional<Verdict> JudgeDeviceCaching(const CandidateTimingInputs& in, const TimedSpans& sp, nlohmann::json* md) {
+  if (in.fresh_calls < 3) return std::nullopt;
+  TimedSpans fr = SpansOfTimedCalls(in.timeline->timeline, in.fresh_calls, static_cast<int>(in.bracket_ms.size()));
+  if (fr.missing != 0 || fr.busy_ms.empty()) {
+    (*md)["timeline_fresh_problem"] = "the kernel timeline lacks " + std::to_string(fr.missing) + " of " +
+                                      std::to_string(in.fresh_calls) + " fresh-set calls";
+    return std::nullopt;
   }
+  const double med = Median(sp.busy_ms), fastest = *std::min_element(fr.busy_ms.begin(), fr.busy_ms.end());
+  (*md)["timeline_fresh_busy_ms"] = fr.busy_ms;
+  (*md)["timeline_repeat_ratio"] = fastest > 0 ? med / fastest : 1.0;
+  return DeviceCachingRule(fr.busy_ms, sp.busy_ms);
+}
 
-  // ---- caching, on device time ----
-  // The supervisor's bracket rule (evaluator.cc) needs a fresh call to cost four times a repeat and 0.5 ms more,
-  // which a cache whose hit path still syncs and copies can stay under; the GPU's busy time tells the two paths
-  // apart far more sharply. An honest kernel does the same device work on a set it has not seen (the L2 is flushed
-  // before every call either way): the rule needs every fresh call to keep the device busy three times longer than
-  // the rotation's median and by 20 us more.
-  if (in.fresh_calls >= 3) {
-    TimedSpans fr = SpansOfTimedCalls(tl->timeline, in.fresh_calls, n);
-    if (fr.missing == 0 && !fr.busy_ms.empty()) {
-      double med = Median(sp.busy_ms), fastest = *std::min_element(fr.busy_ms.begin(), fr.busy_ms.end());
-      md["timeline_fresh_busy_ms"] = fr.busy_ms;
-      md["timeline_repeat_ratio"] = fastest > 0 ? med / fastest : 1.0;
-      if (fastest > 3 * med && fastest - med > 0.020) {
-        std::ostringstream m;
-        m.precision(4);
-        m << "hacked (caching): on every input set it had not seen before the device was busy at least " << fastest
-          << " ms per call, on sets it had seen a median of " << med << " ms (seen on the GPU by the kernel recorder)";
-        v.hacked = true;
-        v.detail = m.str();
-        return v;
-      }
-    } else {
-      md["timeline_fresh_problem"] = "the kernel timeline lacks " + std::to_string(fr.missing) + " of " +
-                                     std::to_string(in.fresh_calls) + " fresh-set calls";
-    }
-  }
-
-  // ---- coverage and the decoy rule ----
+// Coverage kernel by kernel (KernelGYM's keys included) and the decoy rule: a Triton candidate's own kernels must run
+// with grad off (the timed calls) and on (the detection call).
+std::optional<Verdict> JudgeCoverage(const CandidateTimingInputs& in, nlohmann::json* md) {
+  const gpu::KernelTimeline& tl = in.timeline->timeline;
   std::vector<std::string> names;
   gpu::CandidateKernelNames cand = CandidateKernelsFromSource(in.code, in.ref.kernel_names, &names);
-  md["candidate_kernels"] = names;
+  (*md)["candidate_kernels"] = names;
   gpu::CoverageOptions copt;
   copt.coverage_floor = in.coverage_floor;
-  gpu::CoverageReport timed = gpu::ComputeCoverage(tl->timeline.OpsForPhase(KGYM_PHASE_TIMING), cand, copt);
-  const nlohmann::json kg = timed.KernelGymMetadata();
-  for (auto& [k, x] : kg.items()) md[k] = x;
-  md["coverage"] = timed.ToJson();
-  if (timed.below_floor()) md["coverage_below_floor"] = true;
-  if (in.backend == "triton" && in.detect_decoy && !cand.empty()) {
-    gpu::CoverageReport grad = timed;
-    if (in.grad_ran) {
-      grad = gpu::ComputeCoverage(tl->timeline.OpsForPhase(KGYM_PHASE_DETECT_GRAD), cand, copt);
-      md["detect_grad_custom_launches"] = grad.custom_launches;
-    } else {
-      md["detect_grad_error"] = in.grad_error.empty() ? "not run" : in.grad_error;
-    }
-    gpu::UsageVerdict u = gpu::JudgeUsage(timed, grad);
-    if (u.decoy) {
-      v.hacked = v.decoy = true;
-      v.detail = "hacked (decoy kernel): " + u.reason + " (seen on the GPU by the kernel recorder)";
-      return v;
-    }
+  gpu::CoverageReport timed = gpu::ComputeCoverage(tl.OpsForPhase(KGYM_PHASE_TIMING), cand, copt);
+  const nlohmann::json kernelgym = timed.KernelGymMetadata();  // a named value: items() refers into it
+  for (auto& [k, x] : kernelgym.items()) (*md)[k] = x;
+  (*md)["coverage"] = timed.ToJson();
+  if (timed.below_floor()) (*md)["coverage_below_floor"] = true;
+  if (in.backend != "triton" || !in.detect_decoy || cand.empty()) return std::nullopt;
+  gpu::CoverageReport grad = timed;
+  if (in.grad_ran) {
+    grad = gpu::ComputeCoverage(tl.OpsForPhase(KGYM_PHASE_DETECT_GRAD), cand, copt);
+    (*md)["detect_grad_custom_launches"] = grad.custom_launches;
+  } else {
+    (*md)["detect_grad_error"] = in.grad_error.empty() ? "not run" : in.grad_error;
   }
+  return TimelineDecoyRule(gpu::JudgeUsage(timed, grad));
+}
 
-  // ---- the roofline floor ----
-  if (in.ref.bytes_moved > 0 && in.ref.bandwidth_gbps > 0) {
-    gpu::RooflineFloor floor;
-    gpu::RooflineInputs ri;
-    ri.bytes_moved = in.ref.bytes_moved;
-    ri.bandwidth_bytes_per_s = in.ref.bandwidth_gbps * 1e9;
-    if (gpu::ComputeRooflineFloor(ri, &floor).ok()) {
-      gpu::RooflineCheck chk = gpu::CheckAgainstRoofline(v.stats.median * 1e6, floor, in.roofline_margin);
-      gpu::RooflineCheck ref_chk = gpu::CheckAgainstRoofline(in.ref.span_median_ms * 1e6, floor, in.roofline_margin);
-      md["roofline"] = chk.ToJson();
-      if (chk.below_floor && !ref_chk.below_floor) {
-        v.hacked = true;
-        v.detail = "hacked (faster than physically possible): " + chk.explanation;
-      } else if (chk.below_floor) {
-        md["roofline"]["not_judged"] = "the reference is below the floor too (the task need not read all its inputs)";
-      }
-    }
+// The roofline floor, judged only where the reference itself respects it (a task whose inputs need not all be read
+// puts the reference below it too).
+std::optional<Verdict> JudgeRoofline(const CandidateTimingInputs& in, double median_ms, nlohmann::json* md) {
+  if (in.ref.bytes_moved <= 0 || in.ref.bandwidth_gbps <= 0) return std::nullopt;
+  gpu::RooflineFloor floor;
+  gpu::RooflineInputs ri;
+  ri.bytes_moved = in.ref.bytes_moved;
+  ri.bandwidth_bytes_per_s = in.ref.bandwidth_gbps * 1e9;
+  if (!gpu::ComputeRooflineFloor(ri, &floor).ok()) return std::nullopt;
+  gpu::RooflineCheck chk = gpu::CheckAgainstRoofline(median_ms * 1e6, floor, in.roofline_margin);
+  gpu::RooflineCheck ref_chk = gpu::CheckAgainstRoofline(in.ref.span_median_ms * 1e6, floor, in.roofline_margin);
+  (*md)["roofline"] = chk.ToJson();
+  std::optional<Verdict> v = RooflineRule(chk, ref_chk);
+  if (!v && chk.below_floor)
+    (*md)["roofline"]["not_judged"] = "the reference is below the floor too (the task need not read all its inputs)";
+  return v;
+}
+
+}  // namespace
+
+CandidateTimingVerdict JudgeCandidateTiming(const CandidateTimingInputs& in) {
+  CandidateTimingVerdict v;
+  auto& md = v.metadata;
+  TimedSpans sp;
+  const std::string problem = TimelineProblem(in, &sp);
+  if (!problem.empty()) md["timeline_problem"] = problem;
+  const Overheads o = ChooseReportedTime(in, sp, problem.empty(), &v);
+  if (!problem.empty()) return v;
+  RecordCrossCheck(in, sp, o, &md);
+  std::optional<Verdict> hack = JudgeDeviceCaching(in, sp, &md);
+  if (!hack) hack = JudgeCoverage(in, &md);
+  if (!hack) hack = JudgeRoofline(in, v.stats.median, &md);
+  if (hack) {
+    v.hacked = true;
+    v.decoy = hack->decoy();
+    v.detail = hack->detail;
   }
   return v;
 }

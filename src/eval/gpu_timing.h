@@ -17,7 +17,7 @@
 
 #include "core/evaluation.h"
 #include "core/status.h"
-#include "eval/wire.h"
+#include "sandbox/channel.h"
 #include "gpu/coverage.h"
 #include "gpu/cupti_format.h"
 #include "gpu/kernel_timeline.h"
@@ -69,7 +69,7 @@ nlohmann::json TimingTraceIfAsked(const WorkerTimeline* t, const std::vector<dou
                                   const std::vector<double>& self_ms, const std::vector<double>& event_ms,
                                   const std::vector<double>& null_ms);
 
-// The model's cost per call in pipelined bursts (see Bursts in evaluator.cc): (the fastest model burst less the
+// The model's cost per call in pipelined bursts (eval/timed_calls.h): (the fastest model burst less the
 // flush-only bursts' median) / k, from the supervisor's brackets only. `ref_null_burst_ms` > 0 caps the flush-only
 // median at 1.5x the reference process's + 50 us, so a process that slows its own flushes buys little. < 0: none.
 double BurstPerCallMs(const std::vector<double>& model_ms, const std::vector<double>& null_ms, int k,

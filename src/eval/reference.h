@@ -3,6 +3,8 @@
 // loads candidate code, then shared (read-only) by every evaluation with the same key.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,14 @@
 #include "eval/tensor.h"
 
 namespace kgym {
+
+// Seeds are derived from the evaluator's secret, the reference key and an index (splitmix64's finaliser).
+inline uint64_t MixSeed(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
 
 struct ReferenceTrial {
   std::string variant;  // "default" (the task's own get_inputs), "signed" (wider, signed floats) or "sparse" (8

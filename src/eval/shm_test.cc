@@ -11,10 +11,10 @@
 #include <random>
 #include <thread>
 
-#include "eval/shm.h"
 #include "eval/tensor.h"
-#include "eval/wire.h"
-#include "eval/worker_session.h"
+#include "sandbox/channel.h"
+#include "sandbox/shm.h"
+#include "sandbox/worker_session.h"
 
 namespace kgym {
 namespace {

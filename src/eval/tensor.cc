@@ -3,8 +3,9 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
-#include <thread>
 #include <algorithm>
+
+#include "core/parallel_for.h"
 
 namespace kgym {
 
@@ -242,21 +243,11 @@ void CompareSlice(Fn load, int64_t begin, int64_t end, const Tolerance& tol, Par
 template <typename Fn>
 void CompareAll(Fn load, int64_t n, const Tolerance& tol, std::vector<Partial>* parts) {
   // Large outputs are compared on several threads (memory-bound: a few threads saturate the bandwidth).
-  constexpr int64_t kPerThread = 1 << 22;
-  int threads = static_cast<int>(std::min<int64_t>(
-      std::max<int64_t>(1, n / kPerThread), std::max(1u, std::min(8u, std::thread::hardware_concurrency()))));
-  parts->assign(static_cast<size_t>(threads), Partial{});
-  if (threads == 1) {
-    CompareSlice(load, 0, n, tol, &(*parts)[0]);
-    return;
-  }
-  std::vector<std::thread> pool;
-  int64_t step = (n + threads - 1) / threads;
-  for (int t = 0; t < threads; ++t) {
-    int64_t b = std::min(n, t * step), e = std::min(n, b + step);
-    pool.emplace_back([&, b, e, t] { CompareSlice(load, b, e, tol, &(*parts)[static_cast<size_t>(t)]); });
-  }
-  for (auto& th : pool) th.join();
+  const std::vector<size_t> cut = EvenCuts(static_cast<size_t>(n), size_t{1} << 22);
+  parts->assign(cut.size() - 1, Partial{});
+  ParallelForRanges(cut, [&](size_t p, size_t b, size_t e) {
+    CompareSlice(load, static_cast<int64_t>(b), static_cast<int64_t>(e), tol, &(*parts)[p]);
+  });
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "eval/shm.h"
+#include "sandbox/shm.h"
 
 namespace kgym {
 

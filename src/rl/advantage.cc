@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "rl/parallel.h"
+#include "core/parallel_for.h"
 #include "rl/returns.h"
 
 namespace kgym::rl {
@@ -49,7 +49,7 @@ void GroupBaseline(const TurnRows& rows, const uint8_t* loss_mask, const double*
     }
   }
   // Rows are independent now: large batches run on a few threads.
-  detail::RunParts(detail::SplitRows(rows.size, size_t{1} << 17), [&](size_t, size_t from, size_t to) {
+  ParallelForRanges(EvenCuts(rows.size, size_t{1} << 17), [&](size_t, size_t from, size_t to) {
     for (size_t i = from; i < to; ++i) {
       const bool valid = Valid(rows, loss_mask, i);
       const Affine& a = f[valid ? slot(i) : num_slots];

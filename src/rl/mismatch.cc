@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "rl/parallel.h"
+#include "core/parallel_for.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -305,14 +305,14 @@ Status DecideRows(const TurnRows& rows, const MrsOptions& opt, Fill fill, double
     }
     *bad = violated;
   };
-  std::vector<size_t> cut = detail::SplitRows(rows.size, size_t{1} << 16);
+  std::vector<size_t> cut = EvenCuts(rows.size, size_t{1} << 16);
   for (size_t p = 1; p + 1 < cut.size(); ++p) {
     size_t c = std::max(cut[p - 1], cut[p]);
     while (c > 0 && c < rows.size && rows.traj[c] == rows.traj[c - 1]) ++c;  // never split a trajectory
     cut[p] = c;
   }
   std::vector<uint8_t> bad(cut.size(), 0);
-  detail::RunParts(cut, [&](size_t p, size_t from, size_t to) { run(from, to, &bad[p]); });
+  ParallelForRanges(cut, [&](size_t p, size_t from, size_t to) { run(from, to, &bad[p]); });
   for (uint8_t b : bad) {
     if (b) {
       if (Status s = ValidateTurnRows(rows, 0, nullptr); !s.ok()) return s;

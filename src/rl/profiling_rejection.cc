@@ -10,7 +10,7 @@
 #endif
 #include <vector>
 
-#include "rl/parallel.h"
+#include "core/parallel_for.h"
 
 namespace kgym::rl {
 namespace {
@@ -114,7 +114,7 @@ Status ProfilingRejection(const PrsInput& in, const PrsOptions& opt, double* kee
   const bool speed_or = opt.speedup_threshold >= 0;
   const uint64_t seed = opt.seed;
   // Rows are independent (the draw of row i depends on (seed, i) only): large batches run on a few threads.
-  detail::RunParts(detail::SplitRows(in.size, size_t{1} << 17), [&](size_t, size_t from, size_t to) {
+  ParallelForRanges(EvenCuts(in.size, size_t{1} << 17), [&](size_t, size_t from, size_t to) {
     for (size_t i = from; i < to; ++i) {
       // Computed for every row and selected afterwards: `correct` is as unpredictable as a coin.
       const double c =

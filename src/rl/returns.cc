@@ -5,12 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "rl/parallel.h"
+#include "core/parallel_for.h"
 
 namespace kgym::rl {
-
-using detail::RunParts;
-using detail::SplitRows;
 
 Status MaskVoidTurns(const TurnRows& rows, const double* rewards, uint8_t* loss_mask) {
   if (Status s = ValidateTurnRows(rows, 0, nullptr); !s.ok()) return s;
@@ -101,7 +98,7 @@ Status detail::ReturnsAndLayout(const TurnRows& rows, const double* rewards, con
   // The recursion is a chain of dependent multiply-adds, but trajectories are independent: large batches run as a
   // few serial passes over parts split at trajectory boundaries (each row computed exactly as in one pass). Any
   // error is reported by one pass over the whole batch, so the message is the same as without the split.
-  std::vector<size_t> cut = SplitRows(rows.size, size_t{1} << 17);
+  std::vector<size_t> cut = EvenCuts(rows.size, size_t{1} << 17);
   if (cut.size() <= 2) return ReturnsAndLayoutSerial(rows, rewards, loss_mask, gamma, num_groups, returns, layout);
   for (size_t p = 1; p + 1 < cut.size(); ++p) {
     size_t c = std::max(cut[p - 1], cut[p]);
@@ -110,7 +107,7 @@ Status detail::ReturnsAndLayout(const TurnRows& rows, const double* rewards, con
   }
   std::vector<TurnLayout> part(cut.size() - 1);
   std::vector<uint8_t> failed(cut.size() - 1, 0);
-  RunParts(cut, [&](size_t p, size_t from, size_t to) {
+  ParallelForRanges(cut, [&](size_t p, size_t from, size_t to) {
     TurnRows sub{to - from, rows.group != nullptr ? rows.group + from : nullptr, rows.traj + from, rows.turn + from};
     failed[p] = !ReturnsAndLayoutSerial(sub, rewards + from, loss_mask != nullptr ? loss_mask + from : nullptr, gamma,
                                         num_groups, returns + from, &part[p])

@@ -4,8 +4,8 @@
 
 #include <thread>
 
+#include "eval/simulated_evaluator.h"
 #include "sched/job_codec.h"
-#include "sched/simulated_evaluator.h"
 #include "store/redis_queue.h"
 #include "store/redis_test_server.h"
 

@@ -6,7 +6,7 @@
 #include <condition_variable>
 #include <thread>
 
-#include "sched/simulated_evaluator.h"
+#include "eval/simulated_evaluator.h"
 
 namespace kgym {
 namespace {

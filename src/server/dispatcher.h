@@ -8,8 +8,8 @@
 
 #include <optional>
 
-#include "eval/admission.h"
 #include "eval/evaluator.h"
+#include "sched/admission.h"
 #include "sched/scheduler.h"
 
 namespace kgym {
@@ -17,7 +17,7 @@ namespace kgym {
 struct DispatchStats {
   SchedulerStats sched;         // local mode: everything; redis mode: queued/running from Redis
   nlohmann::json workers = nlohmann::json::object();  // worker id -> {device, status, last_heartbeat, ...}
-  std::optional<AdmissionStats> memory;  // local mode with a memory budget (eval/admission.h)
+  std::optional<AdmissionStats> memory;  // local mode with a memory budget (sched/admission.h)
 };
 
 class Dispatcher {

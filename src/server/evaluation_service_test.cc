@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "sched/simulated_evaluator.h"
+#include "eval/simulated_evaluator.h"
 
 namespace kgym {
 namespace {

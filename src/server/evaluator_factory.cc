@@ -2,10 +2,8 @@
 
 #include <unistd.h>
 
-#include "sched/simulated_evaluator.h"
-#ifdef KGYM_HAVE_EVAL
-#include "eval/admitted_evaluator.h"
-#endif
+#include "eval/simulated_evaluator.h"
+#include "sched/admitted_evaluator.h"
 
 namespace kgym {
 
@@ -21,14 +19,9 @@ Status MakeEvaluator(const EvaluatorChoice& choice, std::unique_ptr<Evaluator>* 
     return Status::Ok();
   }
   if (choice.kind != "real") return Status::InvalidArgument("--evaluator must be real or simulated");
-#ifdef KGYM_HAVE_EVAL
   EvaluatorOptions o;
   o.sandbox = !choice.unsafe_no_sandbox;
   return CreateEvaluatorWithBudget(o, MemoryBudgetFromFlag(choice.mem_budget_gb), who, out);
-#else
-  (void)who;
-  return Status::Unavailable("this build has no evaluator (src/eval); use --evaluator simulated");
-#endif
 }
 
 }  // namespace kgym

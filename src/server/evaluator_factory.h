@@ -16,7 +16,7 @@ struct EvaluatorChoice {
   double sim_sleep_s = 0;
   std::string sim_journal;
   // Host memory (GB) the evaluations in flight may hold (real evaluator only): < 0 = 70 % of what the host or
-  // cgroup has available at start, 0 = no limit. See eval/admitted_evaluator.h.
+  // cgroup has available at start, 0 = no limit. See sched/admitted_evaluator.h.
   double mem_budget_gb = -1;
 };
 

@@ -12,6 +12,7 @@
 #include "agent/run_dir.h"
 #include "agent/task.h"
 #include "agent/turn_loop.h"
+#include "core/parallel_for.h"
 #include "skills/selection.h"
 #include "skills/skill_selector.h"
 #include "skills/snapshot_store.h"
@@ -20,19 +21,6 @@ namespace kgym::skills {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Runs fn(i) for i in [0, n) on up to `threads` threads.
-template <class Fn>
-void ParallelFor(size_t n, int threads, Fn&& fn) {
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < n; i = next++) fn(i);
-  };
-  std::vector<std::thread> pool;
-  const size_t t = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(std::max(1, threads)), n));
-  for (size_t i = 0; i < t; ++i) pool.emplace_back(worker);
-  for (auto& th : pool) th.join();
-}
 
 Status ReadJsonFile(const std::string& path, nlohmann::json* out) {
   std::ifstream in(path);

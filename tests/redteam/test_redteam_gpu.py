@@ -74,6 +74,10 @@ EXPECT = {
     # CUDA backend (EXTRA_ARGS): one hand-written CUDA GEMM built by load_inline; the extension's kernel is the
     # candidate's own and all of the GPU time, so the coverage is near 1.
     "gpu/cuda_ext_matmul.py": (("correct",), "correct on", lambda r: _ext_coverage(r) > 0.9, None),
+    # torch.compile on part of forward: an honest program, whatever threads Inductor leaves running; its generated
+    # kernels are not the candidate's own (none is in its source), so the coverage (measured: the timeline ran) is 0.
+    "gpu/torch_compile_epilogue.py": (("correct",), "correct on", lambda r: _coverage(r) < 0.01 and _md(r).get(
+        "total_kernel_run_time_in_profiling_us", 0) > 0, None),
 }
 
 # `kgym eval` flags beyond the defaults, by candidate (the default backend is triton).

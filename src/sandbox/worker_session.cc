@@ -1,6 +1,5 @@
-#include "eval/worker_session.h"
+#include "sandbox/worker_session.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,87 +7,16 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "sandbox/protocol.h"
+
 namespace kgym {
-namespace {
 
-std::string ReadSmallFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// Children of `pid` (/proc/PID/task/PID/children; a scan of /proc where the kernel lacks that file).
-std::vector<pid_t> Children(pid_t pid) {
-  std::vector<pid_t> out;
-  std::string path = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children";
-  std::ifstream f(path);
-  if (f) {
-    for (pid_t c; f >> c;) out.push_back(c);
-    return out;
-  }
-  // Fallback: every /proc/N/stat whose parent field is pid.
-  if (DIR* d = ::opendir("/proc")) {
-    while (dirent* e = ::readdir(d)) {
-      char* end = nullptr;
-      long n = std::strtol(e->d_name, &end, 10);
-      if (n <= 0 || *end != '\0') continue;
-      std::string st = ReadSmallFile(std::string("/proc/") + e->d_name + "/stat");
-      size_t close = st.rfind(')');
-      if (close == std::string::npos) continue;
-      std::istringstream in(st.substr(close + 1));
-      std::string state;
-      long ppid = 0;
-      if (in >> state >> ppid && ppid == pid) out.push_back(static_cast<pid_t>(n));
-    }
-    ::closedir(d);
-  }
-  return out;
-}
-
-}  // namespace
-
-int64_t ProcessCpuNs(pid_t pid) {
-  if (pid <= 0) return -1;
-  std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return -1;
-  int64_t total = 0;
-  bool any = false;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::string st = ReadSmallFile(dir + "/" + e->d_name + "/schedstat");
-    if (st.empty()) continue;
-    total += std::strtoll(st.c_str(), nullptr, 10);
-    any = true;
-  }
-  ::closedir(d);
-  return any ? total : -1;
-}
-
-int ProcessThreads(pid_t pid) {
-  if (pid <= 0) return -1;
-  std::string s = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat");
-  size_t close = s.rfind(')');  // the command name may hold spaces and parentheses: fields start after the last ')'
-  if (close == std::string::npos) return -1;
-  std::istringstream in(s.substr(close + 1));
-  std::string field;
-  // Fields after the name: state(3) ppid(4) ... num_threads(20).
-  for (int i = 3; i <= 20; ++i)
-    if (!(in >> field)) return -1;
-  try {
-    return std::stoi(field);
-  } catch (...) {
-    return -1;
-  }
-}
+namespace kind = protocol::kind;
+namespace field = protocol::field;
 
 Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::time_point deadline,
                             std::unique_ptr<WorkerSession>* out) {
@@ -123,11 +51,12 @@ Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::t
   // namespace, else its init's only child. Nothing of the candidate has run yet, so the chain is the harness's own.
   pid_t p = w->pid_;
   for (int depth = 0; depth < 3; ++depth) {
-    std::vector<pid_t> kids = Children(p);
+    std::vector<pid_t> kids = ChildProcesses(p);
     if (kids.size() != 1) break;
     p = kids[0];
   }
   w->harness_pid_ = ProcessThreads(p) > 0 ? p : -1;
+  w->hello_threads_ = ThreadIds(w->harness_pid_);
   *out = std::move(w);
   return Status::Ok();
 }
@@ -172,13 +101,13 @@ Status WorkerSession::RecvReply(Clock::time_point deadline, Frame* out) {
   while (true) {
     Status s = Recv(deadline, out);
     if (!s.ok()) return s;
-    std::string t = out->header.value("type", "");
-    if (t == "evidence") {
-      for (const auto& e : out->header.value("items", nlohmann::json::array())) evidence_.push_back(e);
+    const std::string t = out->header.value(field::kType, "");
+    if (t == kind::kEvidence) {
+      for (const auto& e : out->header.value(field::kItems, nlohmann::json::array())) evidence_.push_back(e);
       continue;
     }
-    if (t == "note") {
-      notes_[out->header.value("key", "note")] = out->header.value("value", nlohmann::json());
+    if (t == kind::kNote) {
+      notes_[out->header.value(field::kKey, "note")] = out->header.value(field::kValue, nlohmann::json());
       continue;
     }
     return s;

@@ -1,4 +1,4 @@
-#include "eval/shm.h"
+#include "sandbox/shm.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

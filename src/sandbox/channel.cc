@@ -1,4 +1,4 @@
-#include "eval/wire.h"
+#include "sandbox/channel.h"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -1,4 +1,4 @@
-// AdmittedEvaluator: an Evaluator that runs each request through MemoryAdmission (eval/admission.h) before the
+// AdmittedEvaluator: an Evaluator that runs each request through MemoryAdmission (sched/admission.h) before the
 // evaluator it wraps. Footprints are learned per task configuration (reference code, entry point, device, size,
 // trial counts): the first evaluation of a configuration is "unknown" (admitted only while no other unknown one
 // runs), later ones reserve what the largest earlier one measured. The measurement comes from the wrapped
@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "eval/admission.h"
+#include "sched/admission.h"
 #include "eval/evaluator.h"
 
 namespace kgym {

@@ -1,9 +1,9 @@
-#include "eval/admitted_evaluator.h"
+#include "sched/admitted_evaluator.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "eval/host_memory.h"
+#include "sched/host_memory.h"
 
 namespace kgym {
 

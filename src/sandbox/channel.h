@@ -1,6 +1,6 @@
-// Framing of the private channel between the supervisor and one worker (mirrored by
-// python/kgym_harness/wire.py): [u32 header_len][u64 payload_len][header JSON][payload bytes], little endian;
-// large tensors ride along as sealed memfds passed with the prefix (SCM_RIGHTS).
+// Framing of the private channel between the supervisor and one worker (mirrored by python/kgym_harness/channel.py;
+// what is said on it is sandbox/protocol.h): [u32 header_len][u64 payload_len][header JSON][payload bytes], little
+// endian; large tensors ride along as sealed memfds passed with the prefix (SCM_RIGHTS).
 // The payload carries raw tensor bytes; the header describes them. Reads take a deadline so a silent worker
 // can never block the supervisor.
 #pragma once
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "eval/shm.h"
+#include "sandbox/shm.h"
 
 namespace kgym {
 

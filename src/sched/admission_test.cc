@@ -2,7 +2,7 @@
 // evaluation larger than the budget runs alone, unknown footprints run one at a time, a large waiter is overtaken
 // at most max_bypass times, cancel leaves the queue, and nothing deadlocks. Plus AdmittedEvaluator's learning of
 // footprints from results, and the /proc readers.
-#include "eval/admission.h"
+#include "sched/admission.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,8 +12,9 @@
 #include <random>
 #include <thread>
 
-#include "eval/admitted_evaluator.h"
-#include "eval/host_memory.h"
+#include "sched/admitted_evaluator.h"
+#include "sched/host_memory.h"
+#include "sandbox/process_stats.h"
 
 namespace kgym {
 namespace {

@@ -1,4 +1,4 @@
-#include "eval/host_memory.h"
+#include "sched/host_memory.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -80,13 +80,6 @@ uint64_t DefaultMemoryBudget(double fraction) {
   uint64_t avail = MemAvailableBytes(), cg = CgroupAvailableBytes();
   if (cg > 0) avail = avail > 0 ? std::min(avail, cg) : cg;
   return static_cast<uint64_t>(static_cast<double>(avail) * fraction);
-}
-
-uint64_t ProcessPeakPrivateBytes(pid_t pid) {
-  if (pid <= 0) return 0;
-  std::string path = "/proc/" + std::to_string(pid) + "/status";
-  uint64_t hwm = ProcField(path, "VmHWM"), file = ProcField(path, "RssFile");
-  return hwm > file ? hwm - file : hwm;
 }
 
 std::string FormatGB(uint64_t bytes) {

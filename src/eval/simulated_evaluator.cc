@@ -1,4 +1,4 @@
-#include "sched/simulated_evaluator.h"
+#include "eval/simulated_evaluator.h"
 
 #include <fcntl.h>
 #include <unistd.h>

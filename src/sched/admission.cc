@@ -1,10 +1,10 @@
-#include "eval/admission.h"
+#include "sched/admission.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 
-#include "eval/host_memory.h"
+#include "sched/host_memory.h"
 
 namespace kgym {
 

@@ -1,15 +1,17 @@
-// WorkerSession: one sandboxed worker process forked from the zygote, with its private channel and its captured
-// output. The session, not the worker, owns the clock: every deadline is enforced here, and a worker that dies
-// is noticed at once through EOF on its channel.
+// WorkerSession: the supervisor's side of one sandboxed worker process forked from the zygote, with its private
+// channel and its captured output. The session, not the worker, owns the clock: every deadline is enforced here, and
+// a worker that dies is noticed at once through EOF on its channel.
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
-#include "eval/wire.h"
+#include "sandbox/channel.h"
 #include "sandbox/output_capture.h"
+#include "sandbox/process_stats.h"
 #include "sandbox/zygote.h"
 
 namespace kgym {
@@ -43,6 +45,9 @@ class WorkerSession {
   // Host pid of the process that runs the harness (and the candidate's code), found from outside when the worker
   // said hello, before any candidate code ran; -1 if /proc could not tell.
   pid_t harness_pid() const { return harness_pid_; }
+  // The harness process's threads when the worker said hello (empty if /proc could not tell): the harness's own,
+  // made before any candidate code ran (eval/process_watch.h counts the others).
+  const std::set<pid_t>& hello_threads() const { return hello_threads_; }
   nlohmann::json& evidence() { return evidence_; }
   nlohmann::json& notes() { return notes_; }
   bool killed() const { return killed_; }
@@ -54,6 +59,7 @@ class WorkerSession {
   int64_t job_ = 0;
   pid_t pid_ = -1;
   pid_t harness_pid_ = -1;
+  std::set<pid_t> hello_threads_;
   int chan_ = -1;
   bool exited_ = false, killed_ = false;
   WorkerExit exit_;
@@ -62,12 +68,5 @@ class WorkerSession {
   nlohmann::json evidence_ = nlohmann::json::array();
   nlohmann::json notes_ = nlohmann::json::object();
 };
-
-// Number of threads of a process as the kernel reports it (/proc/PID/stat), or -1. Read from outside the process,
-// so nothing the process does to its own interpreter changes the answer.
-int ProcessThreads(pid_t pid);
-// CPU time in nanoseconds used so far by all threads of a process (the run time of /proc/PID/task/*/schedstat),
-// or -1. Threads that already ended are not counted: callers compare snapshots a call apart.
-int64_t ProcessCpuNs(pid_t pid);
 
 }  // namespace kgym

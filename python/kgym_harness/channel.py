@@ -1,4 +1,5 @@
-"""Framing shared with src/eval/wire.h: [u32 header_len][u64 payload_len][header JSON][payload bytes], little endian.
+"""The worker's private channel, framed as in src/sandbox/channel.h: [u32 header_len][u64 payload_len][header JSON]
+[payload bytes], little endian.
 
 Large tensors do not travel in the payload: they ride along as sealed memfds (see tensors.py), passed as
 SCM_RIGHTS with the 12-byte prefix; the header then says "regions": n. Received fds are returned in
@@ -7,6 +8,8 @@ import array
 import json
 import socket
 import struct
+
+from .protocol import Field
 
 _HDR = struct.Struct("<IQ")
 MAX_FDS = 64
@@ -31,7 +34,7 @@ def _recv_exact(sock, n, into=None):
 def send(sock, header, payload=b"", fds=()):
     fds = list(fds)
     if fds:
-        header = dict(header, regions=len(fds))
+        header = dict(header, **{Field.REGIONS: len(fds)})
     h = json.dumps(header, separators=(",", ":")).encode()
     prefix = _HDR.pack(len(h), len(payload))
     if fds:

@@ -1,4 +1,4 @@
-#include "eval/policy.h"
+#include "sandbox/policy.h"
 
 #include <cstdlib>
 #include <random>
@@ -33,6 +33,9 @@ nlohmann::json BuildPolicy(const PolicyInputs& in) {
   p["env"] = {{"CUDA_VISIBLE_DEVICES", in.cuda ? std::to_string(in.device_index) : std::string("")},
               {"OMP_NUM_THREADS", "4"},
               {"PYTHONDONTWRITEBYTECODE", "1"}};
+  // torch.compile in a candidate compiles in its own process: Inductor's default pool of compile workers would be
+  // processes outliving the call, which a candidate's process may not leave behind (nor their CPU time unseen).
+  if (in.role == "candidate") p["env"]["TORCHINDUCTOR_COMPILE_THREADS"] = "1";
   return p;
 }
 

@@ -1,0 +1,446 @@
+#include "eval/candidate_run.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "eval/gpu_timing.h"
+#include "eval/hack_rules.h"
+#include "eval/process_watch.h"
+#include "eval/timed_calls.h"
+#include "eval/timing_stats.h"
+#include "sandbox/policy.h"
+#include "sandbox/process_stats.h"
+#include "sandbox/protocol.h"
+
+namespace kgym {
+
+namespace kind = protocol::kind;
+namespace field = protocol::field;
+
+namespace {
+
+using End = std::optional<Verdict>;  // a phase's result: nothing (go on) or how the run ends
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Per watched call, the CPU time of the threads born after the worker's hello (metadata: what the thread rules saw).
+nlohmann::json NewThreadCpuMs(const WatchEvidence& w) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& c : w.calls) out.push_back(std::round(c.new_thread_cpu_ms * 1e3) / 1e3);
+  return out;
+}
+
+// What the correctness phase hands on to the timing phase.
+struct TrialOutputs {
+  std::vector<const Values*> reference, candidate;
+  std::vector<Values> held;  // the candidate's outputs (referred to by `candidate`)
+};
+
+// What the timing phase gathered, for the judgement.
+struct TimingEvidence {
+  TimedCallsResult calls;
+  std::string wrong_result;    // a fetched timed call that did not match ("" = all did)
+  nlohmann::json error_frame;  // an error frame in reply to a fetch (null = none)
+  bool grad_ran = false;       // the decoy rule's grad-enabled call ran
+  std::string grad_error;
+  std::unique_ptr<WorkerTimeline> timeline;  // GPU with the recorder
+};
+
+class CandidateRun {
+ public:
+  CandidateRun(const EvalRequest& req, const ReferenceData& ref, const Deadline& dl, const RunContext& ctx,
+               const ProgressFn& progress, const std::atomic<bool>* cancel, EvalResult* r)
+      : req_(req),
+        ref_(ref),
+        dl_(dl),
+        ctx_(ctx),
+        progress_(progress),
+        cancel_(cancel),
+        r_(r),
+        md_(r->metadata),
+        t32_{req.atol, req.rtol},
+        t16_{req.atol_half, req.rtol_half} {}
+
+  void Run() {
+    End end = Start();
+    if (!end) end = Load();
+    if (!end) end = Correctness();
+    const bool timed = req_.measure_performance && ref_.timing;
+    if (!end && timed) end = Timing();
+    if (!end && timed) end = Judge();
+    if (end && !end->correct()) r_->correctness = false;
+    end.value_or(Verdict::Of(Outcome::kCorrect, correct_detail_)).ApplyTo(r_);
+    Finish();
+  }
+
+ private:
+  End Start();
+  End Load();
+  End Correctness();
+  End JudgeCorrectness(const TrialOutputs& outs, int passed, const std::string& problem, const ProcessWatch& watch);
+  End Timing();
+  End SendPool();
+  End Judge();
+  End JudgeTimingRules();
+  void ReportTime();
+  void Finish();
+
+  // An exchange that failed: channel tampering, or the worker's end.
+  End SessionFailure(const Status& s) {
+    if (End v = ChannelTamperingRule(s, w_->cancelled())) {
+      w_->Kill();
+      return v;
+    }
+    return WorkerFailureVerdict(w_.get(), s, phase_, dl_, false);
+  }
+  End HarnessError(const nlohmann::json& header) {
+    Verdict v = HarnessErrorVerdict(w_.get(), header, phase_, &md_);
+    r_->compiled = v.outcome != Outcome::kCompileError;  // Triton compiles at its first launch, in correctness
+    return v;
+  }
+  void SamplePeak() {
+    if (w_) worker_peak_ = std::max(worker_peak_, ProcessPeakPrivateBytes(w_->harness_pid()));
+  }
+  // Sends `h` and reads the reply into *f; an error frame or a failure ends the run.
+  End Exchange(const nlohmann::json& h, const std::string& payload,
+               const std::vector<std::shared_ptr<const Region>>& regions, Frame* f) {
+    Status s = w_->Send(h, payload, regions);
+    if (s.ok()) s = w_->RecvReply(dl_.at, f);
+    if (!s.ok()) return SessionFailure(s);
+    if (f->header.value(field::kType, "") == kind::kError) return HarnessError(f->header);
+    return std::nullopt;
+  }
+
+  const EvalRequest& req_;
+  const ReferenceData& ref_;
+  const Deadline dl_;
+  const RunContext& ctx_;
+  const ProgressFn& progress_;
+  const std::atomic<bool>* cancel_;
+  EvalResult* r_;
+  nlohmann::json& md_;
+  const Tolerance t32_, t16_;
+  std::unique_ptr<WorkerSession> w_;
+  std::string phase_ = "load";
+  std::string correct_detail_;
+  uint64_t worker_peak_ = 0;
+  std::vector<std::string> triton_kernels_;
+  int64_t triton_launches_ = 0;
+  TimingEvidence timing_;
+  std::unique_ptr<ProcessWatch> timed_watch_;
+};
+
+// ---- start ----
+
+End CandidateRun::Start() {
+  ExtensionCache::Entry ext;  // CUDA backend: this source's build cache (a failure to make it only costs time)
+  if (req_.backend == "cuda") {
+    Status cs = ctx_.extension_cache->Prepare(req_.kernel_code, &ext);
+    if (!cs.ok()) {
+      md_["extension_cache_error"] = cs.message();
+      ext = {};
+    }
+  }
+  std::string how;
+  Status s = ctx_.workers->StartCandidate(req_, ext.dir, dl_.at, &w_, &how);
+  md_["candidate_worker"] = how;
+  if (w_) w_->SetCancel(cancel_ ? cancel_ : ctx_.cancel_all);
+  if (!s.ok()) {
+    if (w_ && s.code() != Status::Code::kTimeout) return WorkerFailureVerdict(w_.get(), s, "start", dl_, false);
+    w_.reset();
+    return Verdict::System("could not start the candidate worker: " + s.ToString());
+  }
+  md_["sandbox"] = w_->hello().value(field::kProtections, nlohmann::json::object());
+  const bool sealed = ctx_.sandbox && !req_.unsafe_no_sandbox;
+  if (!ext.dir.empty()) {  // "hit" only when the worker got the directory that held a build
+    const bool given = md_["sandbox"].contains("extension_cache") || !sealed;
+    md_["extension_cache"] = !given ? "off" : ext.hit ? "hit" : "miss";
+  }
+  if (!sealed) return std::nullopt;
+  std::string missing;
+  for (const auto& x : MissingProtections(md_["sandbox"])) missing += (missing.empty() ? "" : ", ") + x;
+  if (missing.empty()) return std::nullopt;
+  w_.reset();  // never given the candidate's code
+  return Verdict::System("refusing to run the candidate unsealed: missing " + missing +
+                         " (see `kgym doctor`; --unsafe-no-sandbox runs it anyway)");
+}
+
+// ---- load ----
+
+End CandidateRun::Load() {
+  nlohmann::json job = {{field::kType, kind::kJob},
+                        {field::kCode, req_.kernel_code},
+                        {field::kClassName, req_.entry_point + "New"},
+                        {field::kDevice, req_.device == "cuda" ? "cuda" : "cpu"},
+                        {field::kSize, req_.size},
+                        {field::kInitSeed, ref_.init_seed},
+                        {field::kTrainMode, req_.train_mode}};
+  std::string payload;
+  EncodeValues(ref_.init, field::kInit, &job, &payload);
+  Frame f;
+  Status s = w_->Send(job, payload);
+  if (s.ok()) s = w_->RecvReply(dl_.at, &f);
+  if (!s.ok()) return SessionFailure(s);
+  const auto& load_s = w_->notes().find(protocol::note::kLoadS);
+  if (load_s != w_->notes().end() && load_s->is_number()) md_["load_s"] = *load_s;
+  if (f.header.value(field::kType, "") == kind::kError) return HarnessError(f.header);
+  r_->compiled = true;
+  const auto& kernels = f.header.find(field::kTritonKernels);
+  if (kernels != f.header.end() && kernels->is_array())
+    for (const auto& k : *kernels)
+      if (k.is_string() && triton_kernels_.size() < 64) triton_kernels_.push_back(k.get<std::string>());
+  return std::nullopt;
+}
+
+// ---- correctness ----
+
+End CandidateRun::Correctness() {
+  if (progress_) progress_("correctness");
+  phase_ = "correctness";
+  ProcessWatch watch(w_->harness_pid(), w_->hello_threads(), /*count_threads=*/true, /*cpu=*/false, kSettleCalls);
+  TrialOutputs outs;
+  outs.held.reserve(ref_.trials.size());
+  nlohmann::json log = nlohmann::json::array(), max_diff = nlohmann::json::array(), avg_diff = max_diff;
+  int passed = 0, used = 0;
+  std::string problem;
+  for (const auto& t : ref_.trials) {
+    if (t.skipped) continue;
+    nlohmann::json h = {{field::kType, kind::kTrial}, {field::kIndex, used++}};
+    std::string p;
+    std::vector<std::shared_ptr<const Region>> regions;  // the reference's sealed inputs, shared without a copy
+    EncodeValues(t.inputs, field::kInputs, &h, &p, &regions);
+    Frame f;
+    watch.Before();
+    if (End end = Exchange(h, p, regions, &f)) return end;
+    watch.After();
+    Values got;
+    Status s = DecodeValues(f.header, field::kOutputs, f.payload, f.regions, &got);
+    if (!s.ok()) return Verdict::Of(Outcome::kIncorrect, "the candidate's outputs could not be read: " + s.message());
+    Comparison c = CompareValues(t.outputs, got, t32_, t16_);
+    log.push_back({{"variant", t.variant},
+                   {"ok", c.ok},
+                   {"max_abs_diff", c.max_abs_diff},
+                   {"mean_abs_diff", c.mean_abs_diff},
+                   {"rel_l2", c.rel_l2},
+                   {"problem", c.problem}});
+    if (!c.ok) {
+      max_diff.push_back(c.max_abs_diff);
+      avg_diff.push_back(c.mean_abs_diff);
+      problem = (t.variant == "default" ? "" : "on " + t.variant + " inputs: ") + c.problem;
+      break;  // the verdict is decided; more trials cost time and tell the model nothing new
+    }
+    ++passed;
+    const auto& launches = f.header.find(field::kTritonLaunches);
+    if (launches != f.header.end() && launches->is_number_integer()) triton_launches_ = launches->get<int64_t>();
+    outs.held.push_back(std::move(got));
+    outs.reference.push_back(&t.outputs);
+    outs.candidate.push_back(&outs.held.back());
+  }
+  r_->correctness_detail = {{"trials", log}, {"atol", req_.atol}, {"rtol", req_.rtol}};
+  md_["correctness_trials"] = "(" + std::to_string(passed) + " / " + std::to_string(used) + ")";
+  if (!max_diff.empty()) {
+    md_["max_difference"] = max_diff;
+    md_["avg_difference"] = avg_diff;
+  }
+  return JudgeCorrectness(outs, passed, problem, watch);
+}
+
+// The correctness rules, in order: in-process evidence, wrong values, threads seen from outside, constant output,
+// decoy launches.
+End CandidateRun::JudgeCorrectness(const TrialOutputs& outs, int passed, const std::string& problem,
+                                   const ProcessWatch& watch) {
+  const WatchEvidence& ev = watch.evidence();
+  md_["correctness_new_thread_cpu_ms"] = NewThreadCpuMs(ev);
+  if (End v = InProcessEvidenceRule(w_->evidence(), ev, "")) {
+    md_["hack_evidence"] = w_->evidence();
+    return v;
+  }
+  if (!w_->evidence().empty()) {  // only thread injection the outside watch showed idle: told, not judged
+    md_["idle_threads_evidence"] = w_->evidence();
+    w_->evidence() = nlohmann::json::array();
+  }
+  if (!problem.empty()) {
+    md_["correctness_issue"] = problem;
+    return Verdict::Of(Outcome::kIncorrect, problem);
+  }
+  md_["correctness_thread_growth_calls"] = ev.Growth();
+  if (End v = ThreadGrowthRule(ev, "")) return v;
+  if (End v = ConstantOutputRule(outs.reference, outs.candidate)) return v;
+  md_["triton_kernels_defined"] = triton_kernels_;
+  md_["triton_launches_in_correctness"] = triton_launches_;
+  if (req_.detect_decoy && req_.backend == "triton")
+    if (End v = DecoyLaunchRule(triton_kernels_, triton_launches_, passed)) return v;
+  r_->correctness = true;
+  correct_detail_ = "correct on " + std::to_string(passed) + " trials";
+  return std::nullopt;
+}
+
+// ---- timing ----
+
+// The reference's timing sets, refilled into the worker's inputs before every call.
+End CandidateRun::SendPool() {
+  for (const auto& t : ref_.pool) {
+    nlohmann::json h = {{field::kType, kind::kPoolSet}};
+    std::string p;
+    std::vector<std::shared_ptr<const Region>> regions;
+    EncodeValues(t.inputs, field::kInputs, &h, &p, &regions);
+    Frame f;
+    if (End end = Exchange(h, p, regions, &f)) return end;
+  }
+  return std::nullopt;
+}
+
+End CandidateRun::Timing() {
+  if (progress_) progress_("timing");
+  phase_ = "timing";
+  if (End end = SendPool()) return end;
+  const bool cuda = req_.device == "cuda";
+  const bool recorded = cuda && w_->hello().value(field::kRecorder, "") == "on" && ref_.device.span_median_ms >= 0;
+  const int sets = static_cast<int>(ref_.pool.size());
+  TimedCallsParams p;
+  p.warmup = std::max(1, req_.num_warmup);
+  p.calls = std::max(1, req_.num_perf_trials);
+  p.rotation_sets = sets - FreshSets(sets);
+  p.fresh_sets = FreshSets(sets);
+  p.flush_mb = cuda ? 256 : 0;
+  p.seed = MixSeed(ctx_.secret ^ 0x5eed);
+  p.null_calls = cuda;
+  p.verify = [this](int call, int set, const Frame& out) {
+    if (out.header.value(field::kType, "") == kind::kError) {
+      timing_.error_frame = out.header;
+      return false;
+    }
+    Values o;
+    Status ds = DecodeValues(out.header, field::kOutputs, out.payload, out.regions, &o);
+    Comparison c = ds.ok() ? CompareValues(ref_.pool[set].outputs, o, t32_, t16_) : Comparison{};
+    if (ds.ok() && c.ok) return true;
+    timing_.wrong_result = "timed call " + std::to_string(call) + " returned a wrong result (" +
+                           (ds.ok() ? c.problem : ds.message()) + ")";
+    return false;
+  };
+  // Counted afresh: threads a lazy pool started in the first trials do not carry over.
+  timed_watch_ = std::make_unique<ProcessWatch>(w_->harness_pid(), w_->hello_threads(), true, true);
+  Status s;
+  {
+    auto lock = ctx_.timing->Acquire(TimingLock::DeviceOf(req_));
+    s = TimedCalls(w_.get(), p, dl_.at, timed_watch_.get(), &timing_.calls);
+    // The decoy rule's second run (grad enabled), still under the device's timing lock: it is GPU work.
+    if (s.ok() && recorded && req_.backend == "triton" && req_.detect_decoy) {
+      Frame d;
+      const Clock::time_point d0 = Clock::now();
+      s = w_->Send({{field::kType, kind::kDetect}});
+      if (s.ok()) s = w_->RecvReply(dl_.at, &d);
+      if (s.ok()) {
+        timing_.grad_ran = d.header.value(field::kType, "") == kind::kDetected && !d.header.contains(field::kError);
+        if (!timing_.grad_ran) timing_.grad_error = d.header.value(field::kError, d.header.dump().substr(0, 300));
+      }
+      md_["detect_grad_s"] = Seconds(Clock::now() - d0);
+    }
+  }
+  if (s.code() == Status::Code::kInvalidArgument) {
+    auto h = nlohmann::json::parse(s.message(), nullptr, false);
+    if (h.is_object()) return HarnessError(h);
+  }
+  if (!s.ok()) return SessionFailure(s);
+  if (!timing_.error_frame.is_null()) return HarnessError(timing_.error_frame);
+  if (!recorded) return std::nullopt;
+  // The kernel recorder's stream (timed calls, then the grad-enabled detection call).
+  timing_.timeline = std::make_unique<WorkerTimeline>();
+  const Clock::time_point f0 = Clock::now();
+  s = FetchTimeline(w_.get(), dl_.at, timing_.timeline.get());
+  if (!s.ok()) return SessionFailure(s);
+  md_["timeline_fetch_s"] = Seconds(Clock::now() - f0);
+  md_["timeline_bytes"] = timing_.timeline->bytes;
+  return std::nullopt;
+}
+
+// ---- judge ----
+
+// The rules over the timing evidence, in order: in-process evidence, deferred work, threads, wrong timed results,
+// caching on the brackets.
+End CandidateRun::JudgeTimingRules() {
+  const WatchEvidence& ev = timed_watch_->evidence();
+  md_["timing_new_thread_cpu_ms"] = NewThreadCpuMs(ev);
+  if (End v = InProcessEvidenceRule(w_->evidence(), ev, " during timing")) {
+    md_["hack_evidence"] = w_->evidence();
+    return v;
+  }
+  md_["timing_thread_growth_calls"] = ev.Growth();
+  md_["timing_cpu_inside_call_ms"] = Median(ev.cpu_inside_ms);
+  md_["timing_cpu_between_calls_ms"] = Median(ev.cpu_between_ms);
+  if (End v = DeferredWorkRule(ev.cpu_inside_ms, ev.cpu_between_ms,
+                               ref_.notes.value("reference_cpu_between_calls_ms", -1.0)))
+    return v;
+  if (End v = ThreadGrowthRule(ev, " during timing")) return v;
+  if (End v = WrongTimedResultRule(timing_.wrong_result)) return v;
+  const auto& c = timing_.calls;
+  const double repeat = RepeatSpeedRatio(c.fresh_ms, c.bracket_ms);
+  md_["timing_repeat_ratio"] = repeat;
+  md_["timing_fresh_set_ms"] = c.fresh_ms;
+  if (c.fresh_ms.size() >= 3 && repeat < 0.5) md_["timing_repeat_suspicious"] = true;
+  return FreshSetCachingRule(c.fresh_ms, c.bracket_ms);
+}
+
+End CandidateRun::Judge() {
+  if (End v = JudgeTimingRules()) return v;
+  const auto& c = timing_.calls;
+  CandidateTimingVerdict tv;
+  if (req_.device == "cuda") {
+    CandidateTimingInputs ti;
+    ti.timeline = timing_.timeline.get();
+    ti.bracket_ms = c.bracket_ms;
+    ti.event_ms = c.event_ms;
+    ti.fresh_calls = static_cast<int>(c.fresh_ms.size());
+    ti.null_ms = c.null_ms;
+    ti.burst_ms = c.bursts.model_ms;
+    ti.null_burst_ms = c.bursts.null_ms;
+    ti.burst_k = c.bursts.k;
+    ti.ref = ref_.device;
+    ti.code = req_.kernel_code;
+    ti.backend = req_.backend;
+    ti.detect_decoy = req_.detect_decoy;
+    ti.grad_ran = timing_.grad_ran;
+    ti.grad_error = timing_.grad_error;
+    ti.coverage_floor = req_.coverage_floor;
+    tv = JudgeCandidateTiming(ti);
+  } else {  // CPU: the supervisor's brackets
+    tv.stats = ComputeTimingStats(c.bracket_ms);
+    if (c.bursts.k > 0)
+      tv.metadata["timing_burst_per_call_ms"] = BurstPerCallMs(c.bursts.model_ms, c.bursts.null_ms, c.bursts.k, 0);
+  }
+  for (auto& [k, x] : tv.metadata.items()) md_[k] = x;
+  if (auto tr = TimingTraceIfAsked(timing_.timeline.get(), c.bracket_ms, c.self_ms, c.event_ms, c.null_ms);
+      !tr.is_null())
+    md_["timing_trace"] = tr;
+  if (tv.hacked) return Verdict::Of(Outcome::kHacked, tv.detail);
+  r_->kernel_timing = tv.stats;
+  r_->reference_timing = ref_.timing;
+  r_->kernel_runtime = r_->kernel_timing->median;
+  r_->reference_runtime = ref_.timing->median;
+  r_->speedup = r_->kernel_runtime > 0 ? r_->reference_runtime / r_->kernel_runtime : 0;
+  md_["kernel_self_reported_median_ms"] = ComputeTimingStats(c.self_ms).median;
+  if (!c.event_ms.empty()) md_["kernel_cuda_event_median_ms"] = ComputeTimingStats(c.event_ms).median;
+  return std::nullopt;
+}
+
+// The worker's end: asked to finish (it says bye and exits), its peak memory and output kept.
+void CandidateRun::Finish() {
+  if (!w_) return;
+  SamplePeak();
+  if (worker_peak_ > 0) md_["host_memory"]["candidate_worker_peak_bytes"] = worker_peak_;
+  if (!w_->killed()) w_->Send({{field::kType, kind::kFinish}});
+  WorkerExit e;
+  w_->WaitExit(Clock::now() + std::chrono::seconds(3), &e);
+  md_["stdout_tail"] = w_->Output();
+  md_["stdout_bytes"] = w_->OutputBytes();
+}
+
+}  // namespace
+
+void RunCandidate(const EvalRequest& req, const ReferenceData& ref, const Deadline& dl, const RunContext& ctx,
+                  const ProgressFn& progress, const std::atomic<bool>* cancel, EvalResult* r) {
+  CandidateRun(req, ref, dl, ctx, progress, cancel, r).Run();
+}
+
+}  // namespace kgym

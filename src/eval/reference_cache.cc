@@ -1,0 +1,66 @@
+#include "eval/reference_cache.h"
+
+#include <chrono>
+
+namespace kgym {
+
+size_t ReferenceData::Bytes() const {
+  size_t n = 0;
+  auto add = [&](const Values& vs) {
+    for (const auto& v : vs) n += v.tensor.nbytes;
+  };
+  for (const auto& t : trials) add(t.inputs), add(t.outputs);
+  for (const auto& t : pool) add(t.inputs), add(t.outputs);
+  return n;
+}
+
+std::shared_ptr<const ReferenceData> ReferenceCache::Get(const std::string& key, const Compute& compute) {
+  std::promise<std::shared_ptr<const ReferenceData>> mine;
+  Future fut;
+  bool here = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      fut = mine.get_future().share();
+      entries_[key] = fut;
+      here = true;
+    } else {
+      fut = it->second;
+    }
+  }
+  if (here) {
+    std::shared_ptr<ReferenceData> data = compute();
+    mine.set_value(data);
+    std::lock_guard<std::mutex> l(mu_);
+    if (!data->error_kind.empty() && data->error_kind != "invalid")
+      entries_.erase(key);
+    else
+      Keep(key, *data);
+  }
+  return fut.get();  // outside the lock: another caller may still be computing it
+}
+
+void ReferenceCache::Keep(const std::string& key, const ReferenceData& data) {
+  order_.remove(key);
+  order_.push_back(key);
+  bytes_ += data.Bytes();
+  while (bytes_ > max_bytes_ && order_.size() > 1) {
+    auto victim = entries_.find(order_.front());
+    if (victim != entries_.end()) {
+      bytes_ -= victim->second.get()->Bytes();
+      entries_.erase(victim);
+    }
+    order_.pop_front();
+  }
+}
+
+std::vector<std::pair<std::string, uint64_t>> ReferenceCache::Held() {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [key, fut] : entries_)  // references still being made belong to their evaluation, not the cache
+    if (fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready) out.emplace_back(key, fut.get()->Bytes());
+  return out;
+}
+
+}  // namespace kgym

@@ -1,0 +1,53 @@
+// ReferenceCache: the reference data of each task configuration (eval/reference.h), computed once however many
+// evaluations ask for it at the same time, and kept in memory for later ones up to a byte budget.
+//
+// Contract:
+// - Get(key, compute): the data for `key`. If it is kept, at once; if another caller is computing it, after waiting for
+//   that caller; else this caller runs `compute` (without any lock held) and every caller waiting for the key gets
+//   its result.
+// - A result whose error_kind is set and is not "invalid" (an infrastructure failure: a timeout, no worker) is handed
+//   to the callers waiting for it but not kept: the next Get computes again. A broken reference ("invalid") is kept
+//   like a working one.
+// - Kept bytes (ReferenceData::Bytes) stay within max_bytes by dropping the oldest entries (in the order they were
+//   made), but never the newest one. Callers still holding a dropped entry keep it alive.
+// - Held() lists the kept, complete entries (for memory admission, which counts them as resident).
+//
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "eval/reference.h"
+
+namespace kgym {
+
+class ReferenceCache {
+ public:
+  using Compute = std::function<std::shared_ptr<ReferenceData>()>;
+
+  explicit ReferenceCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  std::shared_ptr<const ReferenceData> Get(const std::string& key, const Compute& compute);
+  std::vector<std::pair<std::string, uint64_t>> Held();
+
+ private:
+  using Future = std::shared_future<std::shared_ptr<const ReferenceData>>;
+  void Keep(const std::string& key, const ReferenceData& data);  // mu_ held
+
+  const size_t max_bytes_;
+  std::mutex mu_;
+  std::map<std::string, Future> entries_;
+  std::list<std::string> order_;  // kept keys, oldest first
+  size_t bytes_ = 0;
+};
+
+}  // namespace kgym

@@ -1,0 +1,273 @@
+#include "eval/reference_run.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+
+#include "eval/process_watch.h"
+#include "eval/timed_calls.h"
+#include "eval/timing_stats.h"
+#include "sandbox/process_stats.h"
+#include "sandbox/protocol.h"
+
+namespace kgym {
+
+namespace kind = protocol::kind;
+namespace field = protocol::field;
+namespace note = protocol::note;
+
+namespace {
+
+// The inputs and outputs of one trial or pool set may not share a memfd: the candidate is handed the inputs' region.
+bool SharesRegion(const Values& a, const Values& b) {
+  for (const auto& x : a)
+    for (const auto& y : b)
+      if (x.is_tensor && y.is_tensor && x.tensor.region && x.tensor.region == y.tensor.region &&
+          x.tensor.region->fd() >= 0)
+        return true;
+  return false;
+}
+
+class ReferenceRun {
+ public:
+  ReferenceRun(const EvalRequest& req, const std::string& key, const Deadline& dl, const RunContext& ctx)
+      : req_(req),
+        dl_(dl),
+        ctx_(ctx),
+        ref_(std::make_shared<ReferenceData>()),
+        base_(MixSeed(ctx.secret ^ XXH3_64bits(key.data(), key.size()))) {
+    ref_->key = key;
+  }
+
+  std::shared_ptr<ReferenceData> Run() {
+    nlohmann::json job = Job();
+    Status s = ctx_.workers->StartReference(req_, dl_.at, &w_);
+    if (!s.ok()) return Fail("system", "could not start the reference worker: " + s.ToString());
+    w_->SetCancel(ctx_.cancel_all);
+    s = w_->Send(job);
+    if (!s.ok() || !Read("init")) return s.ok() ? ref_ : Failed(s, "init");
+    s = DecodeValues(f_.header, field::kInit, f_.payload, f_.regions, &ref_->init);
+    if (!s.ok()) return Fail("invalid", "reference init values: " + s.message());
+    if (!ReadTrials(job[field::kTrials]) || !ReadPool()) return ref_;
+    if (req_.measure_performance && ref_->pool.empty())
+      return Fail("invalid", "the reference produced no timing inputs");
+    // A reference backend that could not be applied fails the evaluation (not cached): timing eager PyTorch under
+    // the name of torch.compile would hand out speedups against the wrong baseline.
+    if (w_->notes().contains(note::kReferenceBackendError))
+      return Fail("system", "the reference backend '" + req_.reference_backend +
+                                "' could not be applied: " + w_->notes()[note::kReferenceBackendError].dump());
+    if (req_.measure_performance && !Time()) return ref_;
+    Finish();
+    return ref_;
+  }
+
+ private:
+  // The job: code, the secret seeds of every trial and of the timing pool's sets (the worker sizes the pool by bytes).
+  nlohmann::json Job() {
+    ref_->init_seed = MixSeed(base_ + 1) % (1ull << 31);
+    nlohmann::json trials = nlohmann::json::array();
+    for (int i = 0; i < std::max(1, req_.num_correct_trials); ++i)
+      trials.push_back({{field::kSeed, MixSeed(base_ + 100 + i) % (1ull << 31)}, {field::kVariant, "default"}});
+    trials.push_back({{field::kSeed, MixSeed(base_ + 99) % (1ull << 31)}, {field::kVariant, "signed"}});
+    trials.push_back({{field::kSeed, MixSeed(base_ + 98) % (1ull << 31)}, {field::kVariant, "sparse"}});
+    nlohmann::json pool_seeds = nlohmann::json::array();
+    const int pool = req_.measure_performance ? std::clamp(req_.num_perf_trials, 1, 16) + kFreshSets : 0;
+    for (int j = 0; j < pool; ++j) pool_seeds.push_back(MixSeed(base_ + 1000 + j) % (1ull << 31));
+    const bool cuda = req_.device == "cuda";
+    return {{field::kType, kind::kJob},
+            {field::kCode, req_.reference_code},
+            {field::kClassName, req_.entry_point},
+            {field::kDevice, cuda ? "cuda" : "cpu"},
+            {field::kSize, req_.size},
+            {field::kInitSeed, ref_->init_seed},
+            {field::kTrainMode, req_.train_mode},
+            {field::kTrials, trials},
+            {field::kPoolSeeds, pool_seeds},
+            {field::kPoolBudgetBytes, cuda ? (2ll << 30) : (256ll << 20)},
+            {field::kReferenceBackend, req_.reference_backend}};
+  }
+
+  std::shared_ptr<ReferenceData> Fail(const std::string& kind, const std::string& detail) {
+    ref_->error_kind = kind;
+    ref_->error_detail = detail;
+    if (w_) ref_->error_output = w_->Output();
+    return ref_;
+  }
+
+  // An exchange that failed as a channel or a worker fails.
+  std::shared_ptr<ReferenceData> Failed(const Status& s, const std::string& phase) {
+    Verdict v = WorkerFailureVerdict(w_.get(), s, phase, dl_, true);
+    return Fail(s.code() == Status::Code::kTimeout ? "timeout" : "invalid", v.detail);
+  }
+
+  // The next reply into f_; false (with the reference failed) on a failure or an error frame.
+  bool Read(const char* phase) {
+    Status s = w_->RecvReply(dl_.at, &f_);
+    if (!s.ok()) {
+      Failed(s, phase);
+      return false;
+    }
+    if (f_.header.value(field::kType, "") != kind::kError) return true;
+    const std::string tb = f_.header.value(field::kTraceback, "");
+    Fail("invalid", "the reference is broken (" + f_.header.value(field::kPhase, "") +
+                        "): " + f_.header.value(field::kDetail, ""));
+    if (!tb.empty()) ref_->error_output = tb + "\n" + ref_->error_output;
+    return false;
+  }
+
+  // Inputs and outputs of the frame in f_ into *t; false (with the reference failed) when they are unusable.
+  bool DecodeSet(const char* what, ReferenceTrial* t) {
+    Status s = DecodeValues(f_.header, field::kInputs, f_.payload, f_.regions, &t->inputs);
+    if (s.ok()) s = DecodeValues(f_.header, field::kOutputs, f_.payload, f_.regions, &t->outputs);
+    if (!s.ok()) return Fail("invalid", std::string("reference ") + what + " values: " + s.message()), false;
+    if (SharesRegion(t->inputs, t->outputs))
+      return Fail("invalid", std::string("reference ") + what + " inputs and outputs share a shared-memory region"),
+             false;
+    return true;
+  }
+
+  bool ReadTrials(const nlohmann::json& trials) {
+    for (const auto& spec : trials) {
+      if (!Read("correctness")) return false;
+      ReferenceTrial t;
+      t.variant = spec[field::kVariant];
+      t.skipped = f_.header.value(field::kSkipped, false);
+      if (!DecodeSet("trial", &t)) return false;
+      ref_->trials.push_back(std::move(t));
+    }
+    return true;
+  }
+
+  bool ReadPool() {  // pool sets, then "ready"
+    while (true) {
+      if (!Read("timing pool")) return false;
+      if (f_.header.value(field::kType, "") != kind::kPoolSet) return true;
+      ReferenceTrial t;
+      t.variant = "default";
+      if (!DecodeSet("pool", &t)) return false;
+      ref_->pool.push_back(std::move(t));
+    }
+  }
+
+  bool Time();
+  void RecordTimeline(const TimedCallsResult& timed);
+  void Finish();
+
+  const EvalRequest& req_;
+  const Deadline dl_;
+  const RunContext& ctx_;
+  std::shared_ptr<ReferenceData> ref_;
+  const uint64_t base_;
+  std::unique_ptr<WorkerSession> w_;
+  Frame f_;
+};
+
+// The reference's timed calls, under the device's timing lock; on a GPU with the recorder, its kernel timeline.
+bool ReferenceRun::Time() {
+  const bool cuda = req_.device == "cuda";
+  const int sets = static_cast<int>(ref_->pool.size());
+  TimedCallsParams p;
+  p.warmup = std::max(1, req_.num_warmup);
+  p.calls = std::max(1, req_.num_perf_trials);
+  p.rotation_sets = sets - FreshSets(sets);
+  p.flush_mb = cuda ? 256 : 0;
+  p.seed = base_ + 7;
+  p.null_calls = cuda;
+  p.verify = [](int, int, const Frame&) { return true; };
+  ProcessWatch watch(w_->harness_pid(), {}, /*count_threads=*/false, /*cpu=*/true);
+  TimedCallsResult timed;
+  Status s;
+  {
+    auto lock = ctx_.timing->Acquire(TimingLock::DeviceOf(req_));
+    s = TimedCalls(w_.get(), p, dl_.at, &watch, &timed);
+  }
+  if (s.code() == Status::Code::kInvalidArgument) {
+    auto h = nlohmann::json::parse(s.message(), nullptr, false);
+    Fail("invalid", "the reference failed while being timed: " +
+                        (h.is_object() ? h.value(field::kDetail, s.message()) : s.message()));
+    return false;
+  }
+  if (!s.ok()) return Failed(s, "reference timing"), false;
+  auto& notes = ref_->notes;
+  ref_->timing = ComputeTimingStats(timed.bracket_ms);
+  notes["reference_supervisor_median_ms"] = ref_->timing->median;
+  if (!timed.bursts.null_ms.empty()) {
+    ref_->device.null_burst_ms = Median(timed.bursts.null_ms);
+    notes["reference_burst_per_call_ms"] =
+        BurstPerCallMs(timed.bursts.model_ms, timed.bursts.null_ms, timed.bursts.k, 0);
+  }
+  if (cuda && w_->hello().value(field::kRecorder, "") == "on") RecordTimeline(timed);
+  notes["reference_self_reported_median_ms"] = ComputeTimingStats(timed.self_ms).median;
+  notes["reference_cpu_inside_call_ms"] = Median(watch.evidence().cpu_inside_ms);
+  notes["reference_cpu_between_calls_ms"] = Median(watch.evidence().cpu_between_ms);
+  if (!timed.event_ms.empty()) notes["reference_cuda_event_median_ms"] = ComputeTimingStats(timed.event_ms).median;
+  return true;
+}
+
+// The reference is timed by its kernels where its timeline is usable; its brackets then give the harness's overhead.
+void ReferenceRun::RecordTimeline(const TimedCallsResult& timed) {
+  auto& notes = ref_->notes;
+  WorkerTimeline tl;
+  Status ts = FetchTimeline(w_.get(), dl_.at, &tl);
+  std::string problem = ts.ok() ? tl.problem : ts.ToString();
+  TimedSpans sp;
+  const int n = static_cast<int>(timed.bracket_ms.size());
+  if (problem.empty()) {
+    sp = SpansOfTimedCalls(tl.timeline, n);
+    if (sp.missing > 0 || sp.span_ms.empty())
+      problem = "the reference's timeline lacks timed calls";
+    else if (sp.empty > 0)  // a stream whose operations lost their call tags reads as calls taking no time
+      problem = "the reference's timeline shows no device work in " + std::to_string(sp.empty) + " of " +
+                std::to_string(n) + " timed calls";
+  }
+  if (problem.empty()) {
+    ref_->timing = ComputeTimingStats(sp.span_ms);
+    ref_->device.span_median_ms = ref_->timing->median;
+    ref_->device.gap_ms = std::max(0.0, Median(timed.bracket_ms) - ref_->device.span_median_ms);
+    ref_->device.kernel_names = sp.kernel_names;
+    if (!timed.null_ms.empty()) {
+      ref_->device.null_ms = Median(timed.null_ms);
+      notes["reference_null_call_median_ms"] = ref_->device.null_ms;
+      notes["reference_host_ms"] = std::max(0.0, ref_->device.gap_ms - ref_->device.null_ms);
+    }
+    notes["reference_timeline_busy_median_ms"] = Median(sp.busy_ms);
+    notes["reference_timeline_kernel_sum_median_ms"] = Median(sp.kernel_ms);
+    notes["reference_harness_overhead_ms"] = ref_->device.gap_ms;
+    notes["reference_kernels"] = sp.kernel_names.size();
+    nlohmann::json names = nlohmann::json::array();  // which kernels: shows e.g. what torch.compile generated
+    for (const std::string& k : sp.kernel_names) {
+      if (names.size() == 16) break;
+      names.push_back(k.size() > 160 ? k.substr(0, 160) + "..." : k);
+    }
+    notes["reference_kernel_names"] = std::move(names);
+    if (auto tr = TimingTraceIfAsked(&tl, timed.bracket_ms, timed.self_ms, timed.event_ms, timed.null_ms);
+        !tr.is_null())
+      notes["reference_timing_trace"] = tr;
+  } else {
+    notes["reference_timeline_problem"] = problem;
+  }
+  double bytes = 0;
+  for (const auto* vals : {&ref_->pool[0].inputs, &ref_->pool[0].outputs})
+    for (const auto& v : *vals)
+      if (v.is_tensor) bytes += static_cast<double>(v.tensor.nbytes);
+  ref_->device.bytes_moved = bytes;
+}
+
+void ReferenceRun::Finish() {
+  for (auto& [k, v] : w_->notes().items()) ref_->notes[k] = v;
+  const auto& bw = ref_->notes.find(note::kDeviceCopyBandwidthGbps);
+  if (bw != ref_->notes.end() && bw->is_number()) ref_->device.bandwidth_gbps = bw->get<double>();
+  ref_->notes["reference_worker_peak_bytes"] = ProcessPeakPrivateBytes(w_->harness_pid());  // for memory admission
+  w_->Send({{field::kType, kind::kFinish}});
+  WorkerExit e;
+  w_->WaitExit(Clock::now() + std::chrono::seconds(5), &e);
+}
+
+}  // namespace
+
+std::shared_ptr<ReferenceData> RunReference(const EvalRequest& req, const std::string& key, const Deadline& dl,
+                                            const RunContext& ctx) {
+  return ReferenceRun(req, key, dl, ctx).Run();
+}
+
+}  // namespace kgym

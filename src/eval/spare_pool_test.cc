@@ -1,0 +1,106 @@
+#include "eval/spare_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+
+namespace kgym {
+namespace {
+
+using std::chrono::steady_clock;
+
+struct FakeWorker {
+  explicit FakeWorker(int id, std::atomic<int>* alive) : id(id), alive(alive) { ++*alive; }
+  ~FakeWorker() { --*alive; }
+  int id;
+  std::atomic<int>* alive;
+};
+
+// Starts workers numbered 1, 2, ...; built held, a start waits until the test calls Release().
+struct Starter {
+  explicit Starter(bool held = false) {
+    if (held) gate = release.get_future().share();
+  }
+  void Release() { release.set_value(); }
+  SparePool<FakeWorker>::StartFn Fn() {
+    return [this](std::unique_ptr<FakeWorker>* out) {
+      if (gate.valid()) gate.wait();
+      int id = ++started;
+      if (fail) return Status::Unavailable("no worker");
+      *out = std::make_unique<FakeWorker>(id, &alive);
+      return Status::Ok();
+    };
+  }
+  std::atomic<int> started{0}, alive{0};
+  std::promise<void> release;
+  std::shared_future<void> gate;
+  bool fail = false;
+};
+
+steady_clock::time_point Soon() { return steady_clock::now() + std::chrono::seconds(30); }
+
+TEST(SparePoolTest, FirstTakeIsFreshAndStartsASpare) {
+  Starter st(/*held=*/true);
+  SparePool<FakeWorker> pool;
+  std::unique_ptr<FakeWorker> w;
+  EXPECT_EQ(pool.Take("policy", Soon(), st.Fn(), &w), "fresh");
+  EXPECT_EQ(w, nullptr);
+  st.Release();
+  // The spare started by the first Take is still on its way or ready: either way the second Take gets it.
+  std::string how = pool.Take("policy", Soon(), st.Fn(), &w);
+  EXPECT_TRUE(how == "spare" || how == "spare_waited") << how;
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->id, 1);
+}
+
+TEST(SparePoolTest, WaitsForTheSpareBeingStarted) {
+  Starter st(/*held=*/true);
+  SparePool<FakeWorker> pool;
+  std::unique_ptr<FakeWorker> w;
+  pool.Take("policy", Soon(), st.Fn(), &w);  // starts spare 1, held at the gate
+  auto second = std::async(std::launch::async, [&] {
+    std::unique_ptr<FakeWorker> mine;
+    std::string how = pool.Take("policy", Soon(), st.Fn(), &mine);
+    return std::make_pair(how, mine ? mine->id : 0);
+  });
+  st.Release();
+  auto [how, id] = second.get();
+  EXPECT_EQ(id, 1);  // the one that was starting, not a second start beside it
+  EXPECT_TRUE(how == "spare_waited" || how == "spare") << how;
+}
+
+TEST(SparePoolTest, KeysAreSeparate) {
+  Starter st;
+  SparePool<FakeWorker> pool;
+  std::unique_ptr<FakeWorker> w;
+  pool.Take("a", Soon(), st.Fn(), &w);
+  std::string how = pool.Take("b", Soon(), st.Fn(), &w);
+  EXPECT_EQ(how, "fresh");  // the spare being made for "a" is not handed to "b"
+  EXPECT_EQ(w, nullptr);
+}
+
+TEST(SparePoolTest, FailedStartsAreDropped) {
+  Starter st;
+  st.fail = true;
+  SparePool<FakeWorker> pool;
+  std::unique_ptr<FakeWorker> w;
+  EXPECT_EQ(pool.Take("policy", Soon(), st.Fn(), &w), "fresh");
+  EXPECT_EQ(pool.Take("policy", Soon(), st.Fn(), &w), "fresh");  // waited for the failed start, got nothing
+  EXPECT_EQ(w, nullptr);
+}
+
+TEST(SparePoolTest, DestructorEndsIdleAndStartingSpares) {
+  Starter st(/*held=*/true);
+  {
+    SparePool<FakeWorker> pool;
+    std::unique_ptr<FakeWorker> w;
+    pool.Take("a", Soon(), st.Fn(), &w);
+    st.Release();
+    pool.Take("b", Soon(), st.Fn(), &w);
+  }
+  EXPECT_EQ(st.alive.load(), 0);
+}
+
+}  // namespace
+}  // namespace kgym

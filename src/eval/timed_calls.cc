@@ -1,0 +1,176 @@
+#include "eval/timed_calls.h"
+
+#include <algorithm>
+#include <random>
+
+#include "sandbox/protocol.h"
+
+namespace kgym {
+
+namespace kind = protocol::kind;
+namespace field = protocol::field;
+
+namespace {
+
+// The plan of one exchange: which timed calls are fetched, how many fresh and null calls go before each.
+struct Plan {
+  std::vector<bool> fetch;
+  std::vector<int> fresh_before, null_before;
+};
+
+Plan MakePlan(const TimedCallsParams& p) {
+  const int n = p.calls;
+  std::mt19937_64 rng(p.seed);
+  Plan plan;
+  plan.fetch.assign(n, false);
+  for (int k = 0; k < std::min(n, 8); ++k) plan.fetch[rng() % n] = true;
+  if (n > 0) plan.fetch[n - 1] = true;
+  plan.fresh_before.assign(std::max(n, 1), 0);
+  for (int k = 0; k < p.fresh_sets && n > 0; ++k) plan.fresh_before[rng() % n]++;
+  plan.null_before.assign(std::max(n, 1), 0);
+  if (p.null_calls && n > 0) {
+    const int k = std::clamp(n / 10, 3, 10);
+    for (int j = 0; j < k; ++j) plan.null_before[static_cast<size_t>(j) * n / k]++;
+  }
+  return plan;
+}
+
+class Exchange {
+ public:
+  Exchange(WorkerSession* w, const TimedCallsParams& p, Clock::time_point deadline, ProcessWatch* watch,
+           TimedCallsResult* out)
+      : w_(w), p_(p), deadline_(deadline), watch_(watch), out_(out), warmup_(std::max(p.warmup, p.rotation_sets)) {}
+
+  Status Run() {
+    Frame f;
+    Status s = w_->Send({{field::kType, kind::kTiming}, {field::kFlushMb, p_.flush_mb}});
+    if (s.ok()) s = w_->RecvReply(deadline_, &f);
+    if (s.ok()) s = Expect(f, kind::kOk);
+    if (!s.ok()) return s;
+    const Plan plan = MakePlan(p_);
+    for (int i = -warmup_; i < p_.calls && !out_->stopped; ++i) {
+      if (i < 0) {
+        s = Call(i, (i + warmup_) % p_.rotation_sets, false, nullptr);
+      } else {
+        for (int k = 0; k < plan.null_before[i] && s.ok(); ++k) s = NullCall();
+        for (int k = 0; k < plan.fresh_before[i] && s.ok() && !out_->stopped; ++k) {
+          const int j = static_cast<int>(out_->fresh_ms.size());
+          s = Call(p_.calls + j, p_.rotation_sets + j, true, &out_->fresh_ms);
+        }
+        if (s.ok() && !out_->stopped) s = Call(i, i % p_.rotation_sets, plan.fetch[i], &out_->bracket_ms);
+      }
+      if (!s.ok()) return s;
+    }
+    return out_->stopped || p_.calls < 10 ? Status::Ok() : RunBursts();
+  }
+
+ private:
+  static Status Expect(const Frame& f, const char* want) {
+    const std::string got = f.header.value(field::kType, "");
+    if (got == kind::kError) return Status::InvalidArgument(f.header.dump());
+    if (got != want) return Status::Internal("worker broke the timing protocol");
+    return Status::Ok();
+  }
+
+  // `arm` makes the worker prepare and answer "armed"; the clock starts when the supervisor itself sends "go" and
+  // stops when "done" arrives. A busy host once made "start"/"done" pairs arrive together: both ends are the
+  // supervisor's own observations.
+  Status Bracketed(const nlohmann::json& arm, const std::function<void()>& before_go, Frame* done, double* ms) {
+    Frame armed;
+    Status s = w_->Send(arm);
+    if (s.ok()) s = w_->RecvReply(deadline_, &armed);
+    if (s.ok()) s = Expect(armed, kind::kArmed);
+    if (!s.ok()) return s;
+    before_go();
+    const Clock::time_point t0 = Clock::now();
+    s = w_->Send({{field::kType, kind::kGo}, {field::kCall, arm[field::kCall]}});
+    if (s.ok()) s = w_->RecvReply(deadline_, done);
+    if (s.ok()) s = Expect(*done, kind::kDone);
+    if (!s.ok()) return s;
+    *ms = std::chrono::duration<double, std::milli>(done->received - t0).count();
+    return Status::Ok();
+  }
+
+  // One model call on `set` ("call" refills the worker's inputs from it before it answers "armed"). `into` is null
+  // for warmups: they count for the CPU split (never fetched; the first two may still build lazy state), not for
+  // threads.
+  Status Call(int id, int set, bool check, std::vector<double>* into) {
+    const bool watched = watch_ && (into != nullptr || id >= -warmup_ + 2);
+    Frame done;
+    double ms = 0;
+    Status s = Bracketed(
+        {{field::kType, kind::kCall}, {field::kCall, id}, {field::kSet, set}},
+        [&] {
+          if (watched)
+            watch_->Before(into != nullptr);
+          else if (watch_)
+            watch_->Skip();
+        },
+        &done, &ms);
+    if (!s.ok()) return s;
+    if (watched) watch_->After(into != nullptr, !check);
+    if (!into) return Status::Ok();
+    into->push_back(ms);
+    if (into == &out_->bracket_ms) {
+      out_->self_ms.push_back(done.header.value(field::kSelfMs, -1.0));
+      if (done.header.contains(field::kEventMs) && done.header[field::kEventMs].is_number())
+        out_->event_ms.push_back(done.header[field::kEventMs].get<double>());
+    }
+    if (!check) return Status::Ok();
+    Frame outputs;
+    s = w_->Send({{field::kType, kind::kFetch}, {field::kCall, id}, {field::kSet, set}});
+    if (s.ok()) s = w_->RecvReply(deadline_, &outputs);
+    if (!s.ok()) return s;
+    out_->stopped = !p_.verify(id, set, outputs);
+    return Status::Ok();
+  }
+
+  // The harness's own call: one tiny kernel, no model code.
+  Status NullCall() {
+    if (watch_) watch_->Skip();  // the CPU between calls is judged on model calls only
+    Frame done;
+    double ms = 0;
+    Status s = Bracketed(
+        {{field::kType, kind::kNull}, {field::kCall, static_cast<int>(out_->null_ms.size())}}, [] {}, &done, &ms);
+    if (s.ok()) out_->null_ms.push_back(ms);
+    return s;
+  }
+
+  Status RunBursts() {
+    Bursts& b = out_->bursts;
+    b.k = std::clamp(p_.calls / 5, 2, kBurstCalls);  // 2 x 8 extra calls from 40 timed calls on
+    for (int i = 0; i < kBursts; ++i) {
+      for (bool model : {false, true}) {
+        if (watch_) watch_->Skip();  // judged on single calls only
+        Frame done;
+        double ms = 0;
+        Status s = Bracketed(
+            {{field::kType, kind::kBurst},
+             {field::kCall, i},
+             {field::kSet, i % p_.rotation_sets},
+             {field::kK, b.k},
+             {field::kModel, model}},
+            [] {}, &done, &ms);
+        if (!s.ok()) return s;
+        (model ? b.model_ms : b.null_ms).push_back(ms);
+      }
+    }
+    return Status::Ok();
+  }
+
+  WorkerSession* w_;
+  const TimedCallsParams& p_;
+  const Clock::time_point deadline_;
+  ProcessWatch* watch_;
+  TimedCallsResult* out_;
+  const int warmup_;
+};
+
+}  // namespace
+
+Status TimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline, ProcessWatch* watch,
+                  TimedCallsResult* out) {
+  return Exchange(w, params, deadline, watch, out).Run();
+}
+
+}  // namespace kgym

@@ -1,0 +1,66 @@
+// TimedCalls: the timing exchange with one worker (reference or candidate), after its input sets are in place. Every
+// sample is the supervisor's own bracket of one call: from its "go" to the worker's "done" (sandbox/protocol.h), so a
+// late read can only lengthen a sample, never shorten it.
+//
+// In order: `warmup` calls (at least one per rotation set), then `calls` timed calls rotating through the rotation
+// sets, with calls on the fresh sets (each used once, at random places among them; their times kept apart, so a cache
+// keyed on the inputs' content shows as fresh calls slower than the rest) and, on a GPU, the harness's null calls
+// (spread over the timed calls: the process's own overhead per call, measured in the same conditions); then, from 10
+// timed calls on, two pipelined bursts of k model calls and two of k flushes alone (BurstPerCallMs, eval/gpu_timing.h).
+// A random subset of timed calls, the last one and every fresh call are fetched and handed to `verify`.
+//
+// Not thread-safe; the caller holds the device's TimingLock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/status.h"
+#include "eval/process_watch.h"
+#include "sandbox/channel.h"
+#include "sandbox/worker_session.h"
+
+namespace kgym {
+
+// Timing-pool sets kept out of the rotation, each used by one timed call only (when the pool has room for them).
+constexpr int kFreshSets = 3;
+inline int FreshSets(int pool_sets) { return pool_sets >= kFreshSets + 2 ? kFreshSets : 0; }
+
+// Pipelined bursts (run after the timed calls): their difference per call is the model's cost with the host's launch
+// work overlapped by the device's, from the supervisor's own clock.
+struct Bursts {
+  int k = 0;                     // calls per burst (0: none ran)
+  std::vector<double> model_ms;  // brackets of the model bursts
+  std::vector<double> null_ms;   // brackets of the flush-only bursts
+};
+constexpr int kBursts = 2, kBurstCalls = 8;
+
+struct TimedCallsParams {
+  int warmup = 1;
+  int calls = 1;
+  int rotation_sets = 1;  // sets 0..rotation_sets-1
+  int fresh_sets = 0;     // sets rotation_sets.. (call ids calls..)
+  double flush_mb = 0;    // the worker's L2 flush buffer (GPU)
+  uint64_t seed = 0;      // which calls are fetched, where the fresh calls go
+  bool null_calls = false;
+  // A fetched call's outputs frame (call id, set); false stops the exchange (the caller keeps why).
+  std::function<bool(int call, int set, const Frame& outputs)> verify;
+};
+
+struct TimedCallsResult {
+  std::vector<double> bracket_ms;  // timed calls 0..calls-1 (trusted)
+  std::vector<double> self_ms;     // the worker's own clock for the same calls (-1 where it said nothing)
+  std::vector<double> event_ms;    // its CUDA events, where it has them
+  std::vector<double> fresh_ms;    // calls on fresh sets
+  std::vector<double> null_ms;     // the harness's null calls
+  Bursts bursts;
+  bool stopped = false;  // verify returned false
+};
+
+// A worker's error frame comes back as InvalidArgument whose message is the frame's header (JSON); a reply out of
+// order as Internal; a channel failure as it was.
+Status TimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline, ProcessWatch* watch,
+                  TimedCallsResult* out);
+
+}  // namespace kgym

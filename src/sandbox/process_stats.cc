@@ -1,0 +1,109 @@
+#include "sandbox/process_stats.h"
+
+#include <dirent.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace kgym {
+namespace {
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+int ProcessThreads(pid_t pid) {
+  if (pid <= 0) return -1;
+  std::string s = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t close = s.rfind(')');  // the command name may hold spaces and parentheses: fields start after the last ')'
+  if (close == std::string::npos) return -1;
+  std::istringstream in(s.substr(close + 1));
+  std::string field;
+  // Fields after the name: state(3) ppid(4) ... num_threads(20).
+  for (int i = 3; i <= 20; ++i)
+    if (!(in >> field)) return -1;
+  char* end = nullptr;
+  long n = std::strtol(field.c_str(), &end, 10);
+  return end != field.c_str() && *end == '\0' ? static_cast<int>(n) : -1;
+}
+
+std::set<pid_t> ThreadIds(pid_t pid) {
+  std::set<pid_t> out;
+  if (pid <= 0) return out;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    long tid = std::strtol(e->d_name, &end, 10);
+    if (tid > 0 && *end == '\0') out.insert(static_cast<pid_t>(tid));
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::map<pid_t, int64_t> ThreadCpuNs(pid_t pid) {
+  std::map<pid_t, int64_t> out;
+  std::string dir = "/proc/" + std::to_string(pid) + "/task/";
+  for (pid_t tid : ThreadIds(pid)) {
+    std::string st = ReadSmallFile(dir + std::to_string(tid) + "/schedstat");
+    if (!st.empty()) out[tid] = std::strtoll(st.c_str(), nullptr, 10);
+  }
+  return out;
+}
+
+int64_t ProcessCpuNs(pid_t pid) {
+  std::map<pid_t, int64_t> threads = ThreadCpuNs(pid);
+  if (threads.empty()) return -1;
+  int64_t total = 0;
+  for (const auto& [tid, ns] : threads) total += ns;
+  return total;
+}
+
+std::vector<pid_t> ChildProcesses(pid_t pid) {
+  std::vector<pid_t> out;
+  std::string path = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children";
+  std::ifstream f(path);
+  if (f) {
+    for (pid_t c; f >> c;) out.push_back(c);
+    return out;
+  }
+  // Fallback: every /proc/N/stat whose parent field is pid.
+  if (DIR* d = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(d)) {
+      char* end = nullptr;
+      long n = std::strtol(e->d_name, &end, 10);
+      if (n <= 0 || *end != '\0') continue;
+      std::string st = ReadSmallFile(std::string("/proc/") + e->d_name + "/stat");
+      size_t close = st.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream in(st.substr(close + 1));
+      std::string state;
+      long ppid = 0;
+      if (in >> state >> ppid && ppid == pid) out.push_back(static_cast<pid_t>(n));
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+uint64_t ProcessPeakPrivateBytes(pid_t pid) {
+  if (pid <= 0) return 0;
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  uint64_t hwm = 0, file = 0;
+  for (std::string line; std::getline(f, line);) {
+    uint64_t* into = line.rfind("VmHWM:", 0) == 0 ? &hwm : line.rfind("RssFile:", 0) == 0 ? &file : nullptr;
+    if (into) *into = std::strtoull(line.c_str() + line.find(':') + 1, nullptr, 10) * 1024;  // "NNN kB"
+  }
+  return hwm > file ? hwm - file : hwm;
+}
+
+}  // namespace kgym

@@ -1,0 +1,36 @@
+// Facts about a worker process read from outside it, in /proc: its threads, their CPU time, its peak memory. Nothing
+// the process does to its own interpreter changes these answers, so the supervisor's rules may rely on them
+// (eval/process_watch.h). Every function returns -1 (or an empty result, or 0 for memory) when /proc does not tell.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <vector>
+
+namespace kgym {
+
+// Number of threads of a process (/proc/PID/stat, field num_threads), or -1.
+int ProcessThreads(pid_t pid);
+
+// CPU time in nanoseconds used so far by each live thread of a process (run time from /proc/PID/task/TID/schedstat),
+// by thread id. Threads that already ended are not listed: callers compare snapshots a call apart.
+std::map<pid_t, int64_t> ThreadCpuNs(pid_t pid);
+
+// The sum of ThreadCpuNs, or -1.
+int64_t ProcessCpuNs(pid_t pid);
+
+// The ids of a process's live threads.
+std::set<pid_t> ThreadIds(pid_t pid);
+
+// The processes whose parent is `pid` (/proc/PID/task/PID/children; a scan of /proc where the kernel lacks that file).
+std::vector<pid_t> ChildProcesses(pid_t pid);
+
+// Peak resident memory of `pid` that is not file-backed: VmHWM - RssFile of /proc/PID/status. Includes the shared
+// memory regions the process mapped and pages it shares copy-on-write with its zygote, so it errs high. 0 if the
+// process is gone or /proc does not tell.
+uint64_t ProcessPeakPrivateBytes(pid_t pid);
+
+}  // namespace kgym
