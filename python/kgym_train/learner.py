@@ -32,6 +32,15 @@ def pick_device(name):
 
 
 def make_optimizer(params, optim):
+    """AdamW (the recipe's) or plain SGD (`name: sgd`, with `momentum`): SGD's step is proportional to the
+    gradient, so the tokens a policy is already sure of (gradient near 0) stay where they are, where AdamW moves
+    every weight by about lr whatever its gradient's scale."""
+    name = str(optim.get("name", "adamw")).lower()
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=float(optim["lr"]), momentum=float(optim.get("momentum", 0.0)),
+                               weight_decay=float(optim["weight_decay"]))
+    if name != "adamw":
+        raise ValueError(f"optim.name: {name!r} is not adamw or sgd")
     betas = tuple(float(b) for b in optim.get("betas", (0.9, 0.999)))
     return torch.optim.AdamW(params, lr=float(optim["lr"]), betas=betas, weight_decay=float(optim["weight_decay"]),
                              eps=float(optim.get("eps", 1e-8)))
@@ -185,7 +194,7 @@ class Learner:
                                           float(actor["clip_ratio_high"]), float(actor["clip_ratio_c"]))
             loss = aggregate(tl, mask, mode, norm, float(actor["loss_scale_factor"]))
             loss.backward()
-            sums["loss"] += float(loss)
+            sums["loss"] += float(loss.detach())
             for key in ("clip_upper", "clip_lower", "clip_dual", "kl"):
                 sums[key] += float(st[key].sum())
             sums["entropy"] += float((ent * mask).sum())

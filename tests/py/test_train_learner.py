@@ -236,3 +236,20 @@ def test_extreme_risk_tokens_are_those_of_negative_rows_below_the_threshold():
     assert risky.tolist() == [[False, True, False], [False, False, False]]  # positive rows are never masked
     assert not losses.risky_tokens(old, adv, None).any()
     assert not losses.risky_tokens(old, adv, 0.0).any()
+
+
+def test_optimizer_choice_sgd_steps_by_lr_times_gradient_adamw_by_about_lr():
+    from kgym_train.learner import make_optimizer
+    grad = torch.tensor([1e-6, 1e-2, 1.0])
+    steps = {}
+    for name in ("sgd", "adamw"):
+        w = torch.zeros(3, requires_grad=True)
+        opt = make_optimizer([w], {"name": name, "lr": 0.1, "weight_decay": 0.0, "momentum": 0.0})
+        w.grad = grad.clone()
+        opt.step()
+        steps[name] = (-w.detach()).tolist()
+    assert steps["sgd"] == pytest.approx((0.1 * grad).tolist(), rel=1e-6)
+    # AdamW's first step is lr * g / (|g| + eps): about lr for every weight whose gradient is above eps
+    assert steps["adamw"][1] == pytest.approx(0.1, rel=1e-4) and steps["adamw"][2] == pytest.approx(0.1, rel=1e-6)
+    with pytest.raises(ValueError, match="optim.name"):
+        make_optimizer([torch.zeros(1, requires_grad=True)], {"name": "lion", "lr": 0.1, "weight_decay": 0.0})
