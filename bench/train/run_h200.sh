@@ -20,6 +20,7 @@ export KGYM_PYTHON="${KGYM_PYTHON:-python3}" KGYM_HARNESS_PATH="$PWD/python" PYT
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 K="$B/kgym"
 STAGES="${STAGES:-sft rl}"
+ARMS="${ARMS:-rl: control:algorithm.reward_shuffle=true}"
 {
   echo "tree: $(cat "$B/commit.txt" 2>/dev/null || echo unknown)"
   echo "date: $(date -u +%FT%TZ)"
@@ -57,7 +58,7 @@ rl() {  # rl <name> [overrides...]
   echo "$name exit $?" >> "$OUT/summary.txt"
   mark "${name}_end"
   mkdir -p "$RUNS/$name" && cp "$RUNS/$name.stdout" "$RUNS/$name.stderr" "$RUNS/$name/" 2>/dev/null
-  [ -n "${ARMS:-}" ] || pack "$name" "$RUNS/$name"
+  [ -n "${IN_ARMS:-}" ] || pack "$name" "$RUNS/$name"
 }
 arms() {  # ARMS="name:key=v,key=v name2:..." run at once, all evaluated by one kgym serve (one timing lock)
   "$K" serve --gpus all --port 18231 --store "$RUNS/gym.db" --slots-per-gpu 8 > "$RUNS/serve.log" 2>&1 &
@@ -70,10 +71,10 @@ for _ in range(240):
     except Exception:
         time.sleep(0.5)"
   local pids=() spec name
-  for spec in ${ARMS:-"rl: control:algorithm.reward_shuffle=true"}; do
+  for spec in $ARMS; do
     name=${spec%%:*}
     IFS=, read -r -a extra <<< "${spec#*:}"
-    rl "$name" gym.server=http://127.0.0.1:18231 "${extra[@]}" &
+    IN_ARMS=1 rl "$name" gym.server=http://127.0.0.1:18231 "${extra[@]}" &
     pids+=($!)
   done
   wait "${pids[@]}"
@@ -92,7 +93,7 @@ for st in $STAGES; do
   esac
 done
 python3 bench/train/summarize.py "$RUNS" --json "$OUT/summary.json" >> "$OUT/summary.txt" 2>&1
-if [ -n "${ARMS:-}" ]; then  # every arm's folder in one tarball (the device returns at most 8 files)
+if [[ " $STAGES " == *" arms "* ]]; then  # every arm's folder in one tarball (the device returns at most 8 files)
   names=$(for spec in $ARMS; do echo "${spec%%:*}"; done)
   cp "$RUNS/gpu_util.csv" "$RUNS/stages.txt" "$RUNS/gym_serve.log" "$RUNS/" 2>/dev/null
   tar czf "$OUT/arms.tgz" -C "$RUNS" --exclude='checkpoints' --exclude='weights' --exclude='tensorboard' \
