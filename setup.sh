@@ -8,6 +8,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
+  # tests/format/check_format.sh (a CTest test): the C++ sources match .clang-format.
+  clang-format
   nlohmann-json3-dev libcli11-dev libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev libhiredis-dev redis-server libxxhash-dev
   pybind11-dev python3-dev python3-numpy python3-torch python3-pytest python3-pip util-linux iproute2 procps

@@ -2,8 +2,8 @@
 // over a JSONL file of skill records and a JSON array of query strings. Each query runs `--reps` times after one
 // warm-up call; the output (stdout, one JSON object) has the index build time, every query's median latency and
 // its hits, so the driver (run_bm25.py) can check them against rank_bm25 and compute the latency table.
-#include <algorithm>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -83,8 +83,8 @@ int main(int argc, char** argv) {
     }
     nlohmann::json h = nlohmann::json::array();
     for (const auto& hit : hits) h.push_back({hit.skill->name, hit.score});
-    out["queries"].push_back({{"median_s", Median(times)}, {"min_s", *std::min_element(times.begin(), times.end())},
-                              {"hits", h}});
+    out["queries"].push_back(
+        {{"median_s", Median(times)}, {"min_s", *std::min_element(times.begin(), times.end())}, {"hits", h}});
   }
   std::cout << out.dump() << "\n";
   return 0;

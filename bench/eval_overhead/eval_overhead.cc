@@ -7,6 +7,7 @@
 // Prints one table and writes the raw numbers as JSON (--out).
 #include <sys/utsname.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,8 +15,6 @@
 #include <iostream>
 #include <map>
 #include <sstream>
-
-#include <CLI/CLI.hpp>
 
 #include "eval/evaluator.h"
 #include "sandbox/zygote.h"
@@ -94,8 +93,8 @@ int main(int argc, char** argv) {
   std::string py = kgym::DefaultPython();
   for (int i = 0; i < baseline_n; ++i) {
     auto a = Clock::now();
-    std::string cmd = py + " " + src_dir + "/bench/eval_overhead/fresh_process_eval.py --device " + device + " " +
-                      ref + " " + kernel + " 2>&1";
+    std::string cmd = py + " " + src_dir + "/bench/eval_overhead/fresh_process_eval.py --device " + device + " " + ref +
+                      " " + kernel + " 2>&1";
     std::string o = Run(cmd);
     base_s.push_back(std::chrono::duration<double>(Clock::now() - a).count());
     if (o.find("correct") == std::string::npos) std::cerr << "baseline run said: " << o << "\n";
@@ -115,13 +114,15 @@ int main(int argc, char** argv) {
     utsname u{};
     uname(&u);
     nlohmann::json j = {{"benchmark", "eval_overhead"},
-                        {"command", [&] {
+                        {"command",
+                         [&] {
                            std::string c;
                            for (int i = 0; i < argc; ++i) c += std::string(i ? " " : "") + argv[i];
                            return c;
                          }()},
                         // KGYM_BENCH_COMMIT: the tree's commit where the copy has no (or a stale) .git (GPU runs)
-                        {"commit", [&] {
+                        {"commit",
+                         [&] {
                            const char* c = std::getenv("KGYM_BENCH_COMMIT");
                            return c ? std::string(c) : Run("git -C " + src_dir + " rev-parse --short HEAD 2>/dev/null");
                          }()},

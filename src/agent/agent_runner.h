@@ -29,7 +29,7 @@ struct AgentRunOptions {
   int limit_trajectories = 0;  // stop after starting this many (0 = all); for smoke runs and tests
   bool retry_failed = false;
   bool progress = true;
-  bool lockstep = false;       // every trajectory at once, generation and evaluation phases in lockstep (phase_gate.h)
+  bool lockstep = false;  // every trajectory at once, generation and evaluation phases in lockstep (phase_gate.h)
   TurnLoopConfig loop;
   nlohmann::json config_extra = nlohmann::json::object();  // recorded in config.json
 };

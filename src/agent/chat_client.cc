@@ -11,8 +11,7 @@ ChatClient::ChatClient(ChatClientOptions options) : options_(std::move(options))
   while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
 }
 
-nlohmann::json ChatClient::RequestBody(const std::vector<ChatMessage>& messages,
-                                       const SamplingParams& p) const {
+nlohmann::json ChatClient::RequestBody(const std::vector<ChatMessage>& messages, const SamplingParams& p) const {
   nlohmann::json body;
   body["model"] = options_.model;
   nlohmann::json msgs = nlohmann::json::array();
@@ -87,8 +86,7 @@ Status ChatClient::Complete(const std::vector<ChatMessage>& messages, const Samp
                             ChatResponse* out) const {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string url = options_.base_url + "/chat/completions";
-  const std::string body = RequestBody(messages, params).dump(-1, ' ', false,
-                                                               nlohmann::json::error_handler_t::replace);
+  const std::string body = RequestBody(messages, params).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::vector<std::string> headers;
   if (!options_.api_key.empty()) headers.push_back("Authorization: Bearer " + options_.api_key);
   ChatResponse resp;

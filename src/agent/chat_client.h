@@ -24,44 +24,44 @@ struct ChatMessage {
 struct ChatClientOptions {
   std::string base_url;  // e.g. http://127.0.0.1:8000/v1 (".../chat/completions" is appended)
   std::string model;
-  std::string api_key;   // sent as "Authorization: Bearer ..." when not empty
-  double timeout_s = 600;        // per request
+  std::string api_key;     // sent as "Authorization: Bearer ..." when not empty
+  double timeout_s = 600;  // per request
   double connect_timeout_s = 10;
-  int max_retries = 4;           // retries after the first attempt
-  double backoff_base_s = 1.0;   // delay before retry k (0-based) = min(base * 2^k, max) * jitter
+  int max_retries = 4;          // retries after the first attempt
+  double backoff_base_s = 1.0;  // delay before retry k (0-based) = min(base * 2^k, max) * jitter
   double backoff_max_s = 30.0;
 };
 
 struct SamplingParams {
   double temperature = 1.0;
   double top_p = 0.95;
-  int max_tokens = 8192;         // 0 = not sent
+  int max_tokens = 8192;  // 0 = not sent
   std::vector<std::string> stop;
   int n = 1;
   bool logprobs = false;
-  bool return_token_ids = false; // ask for prompt_token_ids / choices[].token_ids (vLLM >= 0.10.2, kgym's learner)
-  int seed = -1;                 // < 0 = not sent
+  bool return_token_ids = false;  // ask for prompt_token_ids / choices[].token_ids (vLLM >= 0.10.2, kgym's learner)
+  int seed = -1;                  // < 0 = not sent
   nlohmann::json extra = nlohmann::json::object();  // merged into the request body (e.g. top_k)
 };
 
 struct ChatChoice {
   std::string content;
-  std::string reasoning_content;  // vLLM/SGLang reasoning parsers put <think> text here
-  std::string finish_reason;      // stop | length | ...
-  nlohmann::json logprobs;        // as returned (null when absent)
-  nlohmann::json tool_calls;      // message.tool_calls as returned by servers with a tool parser (null when absent)
-  std::vector<int64_t> token_ids; // the sampled ids, when the request set return_token_ids (vLLM's extension)
+  std::string reasoning_content;   // vLLM/SGLang reasoning parsers put <think> text here
+  std::string finish_reason;       // stop | length | ...
+  nlohmann::json logprobs;         // as returned (null when absent)
+  nlohmann::json tool_calls;       // message.tool_calls as returned by servers with a tool parser (null when absent)
+  std::vector<int64_t> token_ids;  // the sampled ids, when the request set return_token_ids (vLLM's extension)
 };
 
 struct ChatResponse {
   std::vector<ChatChoice> choices;
-  nlohmann::json usage;           // prompt_tokens, completion_tokens, ... (null when absent)
+  nlohmann::json usage;  // prompt_tokens, completion_tokens, ... (null when absent)
   std::string id;
-  int attempts = 0;               // HTTP attempts made, including the successful one
+  int attempts = 0;                       // HTTP attempts made, including the successful one
   std::vector<std::string> retry_errors;  // why each failed attempt was retried
-  double latency_s = 0;           // wall time of the whole call including retries
+  double latency_s = 0;                   // wall time of the whole call including retries
   std::vector<int64_t> prompt_token_ids;  // the prompt as the engine tokenized it (return_token_ids)
-  int64_t policy_version = -1;    // kgym's learner: the weights' version that sampled the reply (-1 absent)
+  int64_t policy_version = -1;            // kgym's learner: the weights' version that sampled the reply (-1 absent)
 };
 
 class ChatClient {
@@ -70,8 +70,7 @@ class ChatClient {
 
   // Returns the parsed reply, or an error after the retries are spent (Unavailable / Timeout), or at once
   // on a non-retryable HTTP status (InvalidArgument, with the server's message).
-  Status Complete(const std::vector<ChatMessage>& messages, const SamplingParams& params,
-                  ChatResponse* out) const;
+  Status Complete(const std::vector<ChatMessage>& messages, const SamplingParams& params, ChatResponse* out) const;
 
   // The request body Complete() sends (exposed for tests and the run record).
   nlohmann::json RequestBody(const std::vector<ChatMessage>& messages, const SamplingParams& params) const;

@@ -142,7 +142,9 @@ namespace {
 TEST(ChatClientTest, ParsesTokenIdsAndPolicyVersion) {
   ChatResponse r;
   ASSERT_TRUE(ParseChatResponse(R"({"choices": [{"message": {"content": "x"}, "token_ids": [5, 7, 2]}],
-                                   "prompt_token_ids": [1, 2], "policy_version": 4})", &r).ok());
+                                   "prompt_token_ids": [1, 2], "policy_version": 4})",
+                                &r)
+                  .ok());
   EXPECT_EQ(r.choices[0].token_ids, (std::vector<int64_t>{5, 7, 2}));
   EXPECT_EQ(r.prompt_token_ids, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(r.policy_version, 4);

@@ -48,9 +48,8 @@ Status RunPython(const std::string& python, const std::string& in, const std::st
   waitpid(pid, &st, 0);
   if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return Status::Ok();
   if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
-    return Status::Unavailable("reading parquet needs pyarrow, which " + python +
-                               " cannot import; install it (e.g. `" + python +
-                               " -m pip install pyarrow`) or pass --python with an interpreter that has it");
+    return Status::Unavailable("reading parquet needs pyarrow, which " + python + " cannot import; install it (e.g. `" +
+                               python + " -m pip install pyarrow`) or pass --python with an interpreter that has it");
   if (WIFEXITED(st) && WEXITSTATUS(st) == 127) return Status::NotFound("cannot run " + python);
   return Status::InvalidArgument("could not read " + in + " as parquet (see the Python error above)");
 }

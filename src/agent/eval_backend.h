@@ -25,12 +25,12 @@ class EvalBackend {
 };
 
 struct HttpGymOptions {
-  std::string base_url;       // e.g. http://127.0.0.1:10907
+  std::string base_url;            // e.g. http://127.0.0.1:10907
   double client_timeout_s = 2400;  // per HTTP call; forced >= request timeout + 60
   int max_retries = 3;
   double backoff_base_s = 1.0;
   double backoff_max_s = 30.0;
-  bool is_valid = true;       // Dr.Kernel sets is_valid for evaluation (forces decoy detection)
+  bool is_valid = true;  // Dr.Kernel sets is_valid for evaluation (forces decoy detection)
 };
 
 std::unique_ptr<EvalBackend> MakeHttpGymBackend(const HttpGymOptions& options);

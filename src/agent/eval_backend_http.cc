@@ -50,8 +50,12 @@ class HttpGymBackend : public EvalBackend {
       }
       if (post.curl_error.empty() && post.status != 429 && post.status < 500) {
         // Validation errors are a verdict about the request, reported like the reference client does.
-        *result = {{"task_id", req.task_id}, {"status", "failed"}, {"compiled", false},
-                   {"correctness", false},  {"decoy_kernel", false}, {"speedup", 0.0},
+        *result = {{"task_id", req.task_id},
+                   {"status", "failed"},
+                   {"compiled", false},
+                   {"correctness", false},
+                   {"decoy_kernel", false},
+                   {"speedup", 0.0},
                    {"error_message", "HTTP " + std::to_string(post.status) + ": " + post.body.substr(0, 2000)},
                    {"error_code", "VALIDATION_ERROR"}};
         return Status::Ok();
@@ -60,8 +64,8 @@ class HttpGymBackend : public EvalBackend {
       if (attempt < o_.max_retries) {
         // KernelGYM's client backs off harder on 503.
         double base = post.status == 503 ? std::max(o_.backoff_base_s, 5 * o_.backoff_base_s) : o_.backoff_base_s;
-        std::this_thread::sleep_for(std::chrono::duration<double>(
-            BackoffSeconds(attempt, base, o_.backoff_max_s, post.retry_after_s)));
+        std::this_thread::sleep_for(
+            std::chrono::duration<double>(BackoffSeconds(attempt, base, o_.backoff_max_s, post.retry_after_s)));
       }
     }
     if (!posted) return Status::Unavailable("POST /evaluate to " + o_.base_url + " failed: " + why);

@@ -25,12 +25,12 @@ struct ScriptedReply {
 };
 
 inline std::string ChatBody(const std::string& content, const std::string& finish = "stop") {
-  nlohmann::json j = {{"id", "cmpl-1"},
-                      {"object", "chat.completion"},
-                      {"choices", {{{"index", 0},
-                                    {"message", {{"role", "assistant"}, {"content", content}}},
-                                    {"finish_reason", finish}}}},
-                      {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}, {"total_tokens", 15}}}};
+  nlohmann::json j = {
+      {"id", "cmpl-1"},
+      {"object", "chat.completion"},
+      {"choices",
+       {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content}}}, {"finish_reason", finish}}}},
+      {"usage", {{"prompt_tokens", 10}, {"completion_tokens", 5}, {"total_tokens", 15}}}};
   return j.dump();
 }
 

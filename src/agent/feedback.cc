@@ -40,8 +40,7 @@ std::string RenderFeedback(const nlohmann::json& result, const nlohmann::json& r
     auto& md = j["metadata"];
     if (md.contains("profiling") && md["profiling"].is_object()) {
       auto& prof = md["profiling"];
-      if (prof.contains("kernels") && prof["kernels"].is_array() &&
-          prof["kernels"].size() > opt.max_profile_kernels) {
+      if (prof.contains("kernels") && prof["kernels"].is_array() && prof["kernels"].size() > opt.max_profile_kernels) {
         size_t total = prof["kernels"].size();
         nlohmann::json top = nlohmann::json::array();
         for (size_t i = 0; i < opt.max_profile_kernels; ++i) top.push_back(prof["kernels"][i]);

@@ -7,11 +7,11 @@
 namespace kgym::agent {
 
 struct HttpReply {
-  long status = 0;             // HTTP status; 0 when no reply arrived
+  long status = 0;  // HTTP status; 0 when no reply arrived
   std::string body;
-  std::string curl_error;      // empty on transport success
+  std::string curl_error;  // empty on transport success
   bool timed_out = false;
-  double retry_after_s = -1;   // Retry-After header in seconds, -1 when absent
+  double retry_after_s = -1;  // Retry-After header in seconds, -1 when absent
 };
 
 // One request. `method` is "GET" or "POST" (POST sends `body` as application/json).

@@ -10,17 +10,24 @@ namespace {
 std::string Duration(double s) {
   char buf[32];
   int t = static_cast<int>(s + 0.5);
-  if (t >= 3600) std::snprintf(buf, sizeof(buf), "%dh%02dm", t / 3600, (t / 60) % 60);
-  else if (t >= 60) std::snprintf(buf, sizeof(buf), "%dm%02ds", t / 60, t % 60);
-  else std::snprintf(buf, sizeof(buf), "%ds", t);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof(buf), "%dh%02dm", t / 3600, (t / 60) % 60);
+  else if (t >= 60)
+    std::snprintf(buf, sizeof(buf), "%dm%02ds", t / 60, t % 60);
+  else
+    std::snprintf(buf, sizeof(buf), "%ds", t);
   return buf;
 }
 }  // namespace
 
-ProgressBar::ProgressBar(int total, int already_done, const LoopCounters* counters, bool enabled,
-                         double plain_every_s)
-    : total_(total), already_(already_done), counters_(counters), enabled_(enabled),
-      tty_(isatty(STDERR_FILENO) != 0), plain_every_s_(plain_every_s), t0_(std::chrono::steady_clock::now()) {}
+ProgressBar::ProgressBar(int total, int already_done, const LoopCounters* counters, bool enabled, double plain_every_s)
+    : total_(total),
+      already_(already_done),
+      counters_(counters),
+      enabled_(enabled),
+      tty_(isatty(STDERR_FILENO) != 0),
+      plain_every_s_(plain_every_s),
+      t0_(std::chrono::steady_clock::now()) {}
 
 ProgressBar::~ProgressBar() { Stop(); }
 

@@ -43,7 +43,7 @@ std::string RenderRefinement(const PromptTemplates& t, const std::string& feedba
 // task id, its reference code, the sample index (-1 when no trajectory is run, e.g. --print-prompt), the rendered
 // prompt, and `note`, an object the hook may fill; a non-empty note is stored in the trajectory record under
 // "first_turn". Returns the prompt to send. Called from many trajectory threads at once.
-using FirstTurnRewriter = std::function<std::string(const std::string& task_id, const std::string& ref_code,
-                                                    int sample, const std::string& prompt, nlohmann::json* note)>;
+using FirstTurnRewriter = std::function<std::string(const std::string& task_id, const std::string& ref_code, int sample,
+                                                    const std::string& prompt, nlohmann::json* note)>;
 
 }  // namespace kgym::agent

@@ -10,8 +10,9 @@ namespace kgym::agent {
 namespace {
 
 std::string TempDir() {
-  std::string d = std::filesystem::temp_directory_path() / ("kgym-rundir-" + std::to_string(getpid()) + "-" +
-                                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  std::string d =
+      std::filesystem::temp_directory_path() / ("kgym-rundir-" + std::to_string(getpid()) + "-" +
+                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::remove_all(d);
   return d;
 }

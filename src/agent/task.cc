@@ -59,9 +59,12 @@ long ProblemIdFromName(const std::string& stem) {
 }
 
 nlohmann::json Task::ToJson() const {
-  nlohmann::json j = {{"task_id", id},          {"name", name},
-                      {"level", level},         {"problem_id", problem_id},
-                      {"reference_code", reference_code}, {"entry_point", entry_point},
+  nlohmann::json j = {{"task_id", id},
+                      {"name", name},
+                      {"level", level},
+                      {"problem_id", problem_id},
+                      {"reference_code", reference_code},
+                      {"entry_point", entry_point},
                       {"data_source", data_source}};
   if (!prompt.is_null()) j["prompt"] = prompt;
   if (!source.empty()) j["source"] = source;
@@ -71,8 +74,8 @@ nlohmann::json Task::ToJson() const {
 Status Task::FromJson(const nlohmann::json& j, Task* out) {
   if (!j.is_object()) return Status::InvalidArgument("task record is not a JSON object");
   Task t;
-  const nlohmann::json extra = j.contains("extra_info") && j["extra_info"].is_object() ? j["extra_info"]
-                                                                                        : nlohmann::json::object();
+  const nlohmann::json extra =
+      j.contains("extra_info") && j["extra_info"].is_object() ? j["extra_info"] : nlohmann::json::object();
   t.reference_code = JsonString(j, "reference_code");
   if (t.reference_code.empty() && j.contains("reward_model"))
     t.reference_code = JsonString(j["reward_model"], "ground_truth");
@@ -83,13 +86,15 @@ Status Task::FromJson(const nlohmann::json& j, Task* out) {
   if (t.name.empty()) t.name = JsonString(extra, "module_name");
   t.level = JsonString(j, "level");
   if (t.level.empty()) t.level = JsonString(extra, "level");
-  if (j.contains("problem_id") && j["problem_id"].is_number_integer()) t.problem_id = j["problem_id"];
-  else if (extra.contains("problem_id") && extra["problem_id"].is_number_integer()) t.problem_id = extra["problem_id"];
+  if (j.contains("problem_id") && j["problem_id"].is_number_integer())
+    t.problem_id = j["problem_id"];
+  else if (extra.contains("problem_id") && extra["problem_id"].is_number_integer())
+    t.problem_id = extra["problem_id"];
   t.id = JsonString(j, "task_id");
   if (t.id.empty()) t.id = JsonString(j, "id");
   if (t.id.empty()) t.id = JsonString(extra, "uuid");
-  if (t.id.empty() && t.problem_id >= 0) t.id = (t.level.empty() ? "" : "level" + t.level + "/") +
-                                                std::to_string(t.problem_id);
+  if (t.id.empty() && t.problem_id >= 0)
+    t.id = (t.level.empty() ? "" : "level" + t.level + "/") + std::to_string(t.problem_id);
   if (t.id.empty()) t.id = t.name;
   if (t.id.empty()) return Status::InvalidArgument("task record has no task_id, uuid, problem_id or name");
   if (t.name.empty()) t.name = t.id;
@@ -99,7 +104,8 @@ Status Task::FromJson(const nlohmann::json& j, Task* out) {
   t.data_source = JsonString(j, "data_source");
   if (j.contains("prompt")) {
     const auto& p = j["prompt"];
-    if (p.is_string()) t.prompt = nlohmann::json::array({{{"role", "user"}, {"content", p}}});
+    if (p.is_string())
+      t.prompt = nlohmann::json::array({{{"role", "user"}, {"content", p}}});
     else if (p.is_array() && !p.empty()) {
       for (const auto& m : p)
         if (!m.is_object() || !m.contains("role") || !m.contains("content") || !m["content"].is_string())

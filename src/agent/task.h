@@ -13,15 +13,15 @@
 namespace kgym::agent {
 
 struct Task {
-  std::string id;              // unique in a dataset, e.g. "level1/19_ReLU"
-  std::string name;            // e.g. "19_ReLU"
-  std::string level;           // "1", "2", ... or "" when unknown
+  std::string id;     // unique in a dataset, e.g. "level1/19_ReLU"
+  std::string name;   // e.g. "19_ReLU"
+  std::string level;  // "1", "2", ... or "" when unknown
   long problem_id = -1;
   std::string reference_code;
   std::string entry_point = "Model";
-  nlohmann::json prompt;       // stored chat prompt (array of {role, content}); null = render the template
+  nlohmann::json prompt;  // stored chat prompt (array of {role, content}); null = render the template
   std::string data_source;
-  std::string source;          // where it was read from
+  std::string source;  // where it was read from
 
   nlohmann::json ToJson() const;
   // Accepts kgym's fields and Dr.Kernel's (reward_model.ground_truth, extra_info.{entry_point,uuid,

@@ -41,11 +41,19 @@ class Slot {
 };
 
 nlohmann::json PreflightFailure(const std::string& task_id, const std::string& why) {
-  return {{"task_id", task_id},         {"status", "failed"},          {"compiled", false},
-          {"correctness", false},       {"decoy_kernel", false},       {"reference_runtime", -1.0},
-          {"kernel_runtime", -1.0},     {"speedup", 0.0},              {"metadata", nlohmann::json::object()},
-          {"error_message", "Client validation failed: " + why},        {"error_code", "VALIDATION_ERROR"},
-          {"outcome", "compile_error"}, {"outcome_detail", "preflight"}};
+  return {{"task_id", task_id},
+          {"status", "failed"},
+          {"compiled", false},
+          {"correctness", false},
+          {"decoy_kernel", false},
+          {"reference_runtime", -1.0},
+          {"kernel_runtime", -1.0},
+          {"speedup", 0.0},
+          {"metadata", nlohmann::json::object()},
+          {"error_message", "Client validation failed: " + why},
+          {"error_code", "VALIDATION_ERROR"},
+          {"outcome", "compile_error"},
+          {"outcome_detail", "preflight"}};
 }
 
 double MetricOf(const nlohmann::json& turn, const std::string& metric) {
@@ -128,12 +136,12 @@ std::string EvalTaskId(const std::string& run_id, const std::string& task_id, in
     return o;
   };
   char tail[64];
-  std::snprintf(tail, sizeof(tail), "-s%d-t%d-%08zx", sample, turn, std::hash<std::string>{}(code) & 0xffffffffu);
+  std::snprintf(tail, sizeof(tail), "-s%d-t%d-%08zx", sample, turn, std::hash<std::string>{}(code)&0xffffffffu);
   std::string head = clean(run_id) + "-" + clean(task_id);
   size_t room = 100 - std::string(tail).size();
   if (head.size() > room) {
     char h[16];
-    std::snprintf(h, sizeof(h), "%08zx", std::hash<std::string>{}(head) & 0xffffffffu);
+    std::snprintf(h, sizeof(h), "%08zx", std::hash<std::string>{}(head)&0xffffffffu);
     head = head.substr(0, room - 9) + "~" + h;
   }
   return head + tail;

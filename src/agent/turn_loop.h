@@ -32,13 +32,13 @@ struct TurnLoopConfig {
   int turns = 3;
   int iterations = 1;
   int keep_turns = 4;
-  std::string keep_method = "best";       // best | last
+  std::string keep_method = "best";         // best | last
   std::string selection_metric = "reward";  // reward | speedup
-  bool use_dataset_prompt = true;         // send the task's stored prompt when it has one
-  double rerun_above_speedup = 3.0;       // re-evaluate once when speedup exceeds this (0 = never)
-  int seed = -1;                          // per-request seed = seed + 1000*sample + turn when >= 0
+  bool use_dataset_prompt = true;           // send the task's stored prompt when it has one
+  double rerun_above_speedup = 3.0;         // re-evaluate once when speedup exceeds this (0 = never)
+  int seed = -1;                            // per-request seed = seed + 1000*sample + turn when >= 0
   SamplingParams sampling;
-  EvalRequest eval;                       // template: trials, device, timeout, backend
+  EvalRequest eval;  // template: trials, device, timeout, backend
   FeedbackOptions feedback;
   std::string run_id = "run";
   std::string model;
@@ -56,8 +56,8 @@ struct TurnLoopDeps {
   EvalBackend* eval = nullptr;
   RewardFn reward;
   const PromptTemplates* templates = nullptr;
-  FirstTurnRewriter first_turn_rewriter;  // optional (skills)
-  std::counting_semaphore<>* llm_slots = nullptr;   // optional concurrency bounds
+  FirstTurnRewriter first_turn_rewriter;           // optional (skills)
+  std::counting_semaphore<>* llm_slots = nullptr;  // optional concurrency bounds
   std::counting_semaphore<>* eval_slots = nullptr;
   LoopCounters* counters = nullptr;
   TurnPhaseGate* gate = nullptr;  // optional lockstep with the other trajectories (RunTrajectory leaves it at the end)

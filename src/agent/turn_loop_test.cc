@@ -49,8 +49,7 @@ nlohmann::json TestReward(const nlohmann::json& r) {
 }
 
 std::string Kernel(const std::string& marker) {
-  return "Let me think.\n```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    pass  # " + marker +
-         "\n```\n";
+  return "Let me think.\n```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    pass  # " + marker + "\n```\n";
 }
 
 struct Fixture {
@@ -224,8 +223,8 @@ class LoggingGym : public EvalBackend {
   Status Evaluate(const EvalRequest& req, nlohmann::json* out) override {
     log_->Add("eval");
     std::this_thread::sleep_for(std::chrono::milliseconds(req.task_id.find("-s0-") != std::string::npos ? 30 : 1));
-    *out = {{"task_id", req.task_id}, {"status", "completed"}, {"compiled", true}, {"correctness", true},
-            {"decoy_kernel", false}, {"speedup", 1.0}};
+    *out = {{"task_id", req.task_id}, {"status", "completed"}, {"compiled", true},
+            {"correctness", true},    {"decoy_kernel", false}, {"speedup", 1.0}};
     return Status::Ok();
   }
   std::string Describe() const override { return "logging gym"; }
@@ -263,7 +262,8 @@ TEST(TurnLoopTest, LockstepSeparatesGenerationFromEvaluation) {
   cfg.turns = 2;
   cfg.seed = 0;
   std::vector<std::thread> ts;
-  for (int s = 0; s < 3; ++s) ts.emplace_back([&, s] { EXPECT_EQ(RunTrajectory(task, s, cfg, deps)["status"], "done"); });
+  for (int s = 0; s < 3; ++s)
+    ts.emplace_back([&, s] { EXPECT_EQ(RunTrajectory(task, s, cfg, deps)["status"], "done"); });
   for (auto& t : ts) t.join();
   const std::vector<std::string> want = {"llm", "llm", "llm", "eval", "eval", "eval",
                                          "llm", "llm", "llm", "eval", "eval", "eval"};

@@ -138,9 +138,13 @@ int RunAgentCommand(const AgentArgs& a) {
     auto lib = std::make_shared<const kgym::skills::SkillLibrary>(std::move(snap.skills));
     selector = std::make_unique<kgym::skills::SkillSelector>(lib, &llm, so);
     deps.first_turn_rewriter = selector->AsRewriter();
-    skills_config = {{"library", a.skills}, {"step", so.library_step}, {"skills", n_skills},
-                     {"selections", so.selections}, {"null_scheme", so.null_scheme},
-                     {"schemes", selector->num_schemes()}, {"temperature", so.sampling.temperature}};
+    skills_config = {{"library", a.skills},
+                     {"step", so.library_step},
+                     {"skills", n_skills},
+                     {"selections", so.selections},
+                     {"null_scheme", so.null_scheme},
+                     {"schemes", selector->num_schemes()},
+                     {"temperature", so.sampling.temperature}};
     if (a.samples % selector->num_schemes() != 0)
       std::fprintf(stderr, "kgym agent: warning: --samples %d is not a multiple of the %d skill schemes\n", a.samples,
                    selector->num_schemes());
@@ -160,10 +164,17 @@ int RunAgentCommand(const AgentArgs& a) {
   opt.progress = !a.no_progress;
   opt.lockstep = a.lockstep;
   opt.loop = loop;
-  opt.config_extra = {{"tasks", a.tasks},           {"base_url", a.base_url},   {"server", a.server},
-                      {"reward", a.reward}, {"reward_coverage", a.reward_coverage},         {"device", a.device},       {"size", a.size},
-                      {"num_perf_trials", a.num_perf_trials}, {"num_correct_trials", a.num_correct_trials},
-                      {"evaluator", eval->Describe()}, {"skills", skills_config}};
+  opt.config_extra = {{"tasks", a.tasks},
+                      {"base_url", a.base_url},
+                      {"server", a.server},
+                      {"reward", a.reward},
+                      {"reward_coverage", a.reward_coverage},
+                      {"device", a.device},
+                      {"size", a.size},
+                      {"num_perf_trials", a.num_perf_trials},
+                      {"num_correct_trials", a.num_correct_trials},
+                      {"evaluator", eval->Describe()},
+                      {"skills", skills_config}};
   AgentRunSummary sum;
   s = RunAgent(tasks, opt, deps, &sum);
   std::fprintf(stderr, "kgym agent: %d trajectories (%d already done, %d run, %d failed) -> %s\n", sum.total,
@@ -186,26 +197,35 @@ KGYM_REGISTER_COMMAND(
       sub->add_option("--turns", a->turns, "turns per trajectory (per iteration)")->capture_default_str();
       sub->add_option("--samples", a->samples, "trajectories per task")->capture_default_str();
       sub->add_option("--iterations", a->iterations, "sequential test-time scaling iterations")->capture_default_str();
-      sub->add_option("--keep-turns", a->keep_turns, "turns kept in the context between iterations")->capture_default_str();
-      sub->add_option("--keep-method", a->keep_method, "best (contiguous window by reward) | last")->capture_default_str();
+      sub->add_option("--keep-turns", a->keep_turns, "turns kept in the context between iterations")
+          ->capture_default_str();
+      sub->add_option("--keep-method", a->keep_method, "best (contiguous window by reward) | last")
+          ->capture_default_str();
       sub->add_option("--server", a->server, "KernelGYM-compatible server URL (default: in-process evaluator)");
-      sub->add_option("--api-key-env", a->api_key_env, "environment variable holding the API key")->capture_default_str();
-      sub->add_option("--reward", a->reward, "calculate_reward_speedup | calculate_reward_weighted | calculate_reward_like_kernel")->capture_default_str();
+      sub->add_option("--api-key-env", a->api_key_env, "environment variable holding the API key")
+          ->capture_default_str();
+      sub->add_option("--reward", a->reward,
+                      "calculate_reward_speedup | calculate_reward_weighted | calculate_reward_like_kernel")
+          ->capture_default_str();
       sub->add_flag("--reward-coverage", a->reward_coverage,
                     "add the profiling-coverage term (RL recipe); off like Dr.Kernel's eval scripts");
       sub->add_option("--temperature", a->temperature)->capture_default_str();
       sub->add_option("--top-p", a->top_p)->capture_default_str();
-      sub->add_option("--max-tokens", a->max_tokens, "per-turn generation budget (0 = not sent)")->capture_default_str();
+      sub->add_option("--max-tokens", a->max_tokens, "per-turn generation budget (0 = not sent)")
+          ->capture_default_str();
       sub->add_option("--stop", a->stop, "stop strings");
       sub->add_flag("--logprobs", a->logprobs, "request and record token log-probs");
-      sub->add_flag("--token-ids", a->token_ids, "request and record the prompt's and the reply's token ids "
+      sub->add_flag("--token-ids", a->token_ids,
+                    "request and record the prompt's and the reply's token ids "
                     "(return_token_ids: vLLM >= 0.10.2, kgym's learner)");
-      sub->add_flag("--lockstep", a->lockstep, "all trajectories at once, generating a turn for every one, then "
+      sub->add_flag("--lockstep", a->lockstep,
+                    "all trajectories at once, generating a turn for every one, then "
                     "evaluating them all (an engine and kernel timing that share one GPU)");
       sub->add_option("--seed", a->seed, "base sampling seed (per request: seed + 1000*sample + turn)");
       sub->add_option("--timeout", a->timeout, "per LLM request timeout, seconds")->capture_default_str();
       sub->add_option("--retries", a->retries, "retries on 429/5xx/timeouts (LLM and server)")->capture_default_str();
-      sub->add_option("--retry-base", a->retry_base, "first backoff delay, seconds (doubles per retry)")->capture_default_str();
+      sub->add_option("--retry-base", a->retry_base, "first backoff delay, seconds (doubles per retry)")
+          ->capture_default_str();
       sub->add_option("--concurrency", a->concurrency, "trajectories in flight")->capture_default_str();
       sub->add_option("--llm-concurrency", a->llm_concurrency, "LLM requests in flight")->capture_default_str();
       sub->add_option("--eval-concurrency", a->eval_concurrency, "evaluations in flight")->capture_default_str();
@@ -218,8 +238,10 @@ KGYM_REGISTER_COMMAND(
       sub->add_flag("--compat", a->compat, "KernelGYM status semantics in results");
       sub->add_flag("--unsafe-no-sandbox", a->unsafe_no_sandbox, "run candidates without the sandbox");
       sub->add_option("--templates", a->templates, "prompt template directory (default: built-in)");
-      sub->add_flag("--no-dataset-prompt", a->no_dataset_prompt, "render the template even when the task stores a prompt");
-      sub->add_option("--feedback-max-chars", a->feedback_max_chars, "bound on the feedback text (0 = none)")->capture_default_str();
+      sub->add_flag("--no-dataset-prompt", a->no_dataset_prompt,
+                    "render the template even when the task stores a prompt");
+      sub->add_option("--feedback-max-chars", a->feedback_max_chars, "bound on the feedback text (0 = none)")
+          ->capture_default_str();
       sub->add_flag("--retry-failed", a->retry_failed, "redo trajectories that ended with llm_error/eval_error");
       sub->add_option("--limit", a->limit, "run at most this many new trajectories");
       sub->add_option("--run-id", a->run_id, "prefix of evaluation task ids (default: the --out name)");
@@ -230,7 +252,8 @@ KGYM_REGISTER_COMMAND(
                       "i % (k+1); scheme k is the null scheme)");
       sub->add_option("--skill-step", a->skill_step, "use the newest snapshot with step <= N (default newest)");
       sub->add_option("--skill-selections", a->skill_selections, "k: selection calls per task")->capture_default_str();
-      sub->add_option("--skill-temperature", a->skill_temperature, "selection sampling temperature")->capture_default_str();
+      sub->add_option("--skill-temperature", a->skill_temperature, "selection sampling temperature")
+          ->capture_default_str();
       sub->add_option("--skill-max-tokens", a->skill_max_tokens, "selection call budget")->capture_default_str();
       sub->add_flag("--skill-greedy", a->skill_greedy,
                     "evaluation mode: one greedy selection per task, every sample injected, no null scheme");

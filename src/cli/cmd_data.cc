@@ -29,7 +29,8 @@ kgym::cli::CommandRunner SetupData(CLI::App* sub) {
   sft->add_option("--tasks", a->sft.tasks, "tasks folder")->required();
   sft->add_option("--solutions", a->sft.solutions, "folder of <task_id>_<kind>.py solutions")->required();
   sft->add_option("--kinds", a->sft.kinds, "solution kinds, one conversation each (e.g. triton lazy)")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')
+      ->capture_default_str();
   sft->add_option("--only", a->sft.only, "task ids or substrings to keep")->delimiter(',');
   sft->add_option("--repeat", a->sft.repeat, "write each conversation this many times")->capture_default_str();
   sft->add_option("--templates", a->sft.templates, "prompt template folder (default: built-in)");

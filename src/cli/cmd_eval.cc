@@ -31,82 +31,84 @@ struct EvalFlags {
   bool train = false, unsafe = false, compat = false, no_perf = false, pretty = false;
 };
 
-KGYM_REGISTER_COMMAND("eval", "evaluate one candidate (ModelNew) against one reference (Model)",
-                      [](CLI::App* sub) -> kgym::cli::CommandRunner {
-  auto f = std::make_shared<EvalFlags>();
-  sub->add_option("--ref", f->ref, "reference file (class Model, get_inputs, get_init_inputs)")->required();
-  sub->add_option("--kernel", f->kernel, "candidate file (class ModelNew)")->required();
-  sub->add_option("--device", f->device, "cpu or cuda (default: cuda when a GPU is visible)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
-  sub->add_option("--gpu", f->device_index, "GPU index when --device cuda");
-  sub->add_option("--backend", f->backend, "how the candidate builds kernels")->check(CLI::IsMember({"triton", "cuda"}));
-  sub->add_option("--correct-trials", f->correct_trials, "correctness trials")->check(CLI::Range(1, 100));
-  sub->add_option("--perf-trials", f->perf_trials, "timed calls")->check(CLI::Range(1, 10000));
-  sub->add_option("--warmup", f->warmup, "untimed warmup calls")->check(CLI::Range(0, 1000));
-  sub->add_option("--timeout", f->timeout, "wall-clock limit in seconds")->check(CLI::Range(1.0, 86400.0));
-  sub->add_option("--atol", f->atol, "absolute tolerance (fp32)");
-  sub->add_option("--rtol", f->rtol, "relative tolerance (fp32)");
-  sub->add_option("--memory-limit-gb", f->memory_gb, "host memory limit of the candidate");
-  sub->add_option("--size", f->size, "task size (KGYM_TASK_SIZE seen by the reference), e.g. small");
-  sub->add_option("--reference-backend", f->reference_backend, "pytorch (eager) or torch_compile");
-  sub->add_option("--coverage-floor", f->coverage_floor, "GPU time coverage below this is reported (0 disables)")
-      ->check(CLI::Range(0.0, 1.0));
-  sub->add_option("--task-id", f->task_id, "task id echoed in the result");
-  sub->add_flag("--train-mode", f->train, "keep models in training mode");
-  sub->add_flag("--no-perf", f->no_perf, "skip timing");
-  sub->add_flag("--compat", f->compat, "KernelGYM status semantics");
-  sub->add_flag("--pretty", f->pretty, "indent the JSON");
-  sub->add_flag("--unsafe-no-sandbox", f->unsafe, "run without the sandbox (trusted code only)");
-  return [f]() -> int {
-    kgym::EvalRequest req;
-    if (!ReadFile(f->ref, &req.reference_code)) {
-      std::cerr << "kgym eval: cannot read --ref " << f->ref << "\n";
-      return 2;
-    }
-    if (!ReadFile(f->kernel, &req.kernel_code)) {
-      std::cerr << "kgym eval: cannot read --kernel " << f->kernel << "\n";
-      return 2;
-    }
-    req.device = f->device;
-    if (req.device.empty()) {
-      req.device = GpuVisible() ? "cuda" : "cpu";
-      if (req.device == "cpu") std::cerr << "kgym eval: no GPU visible, evaluating on the CPU\n";
-    }
-    req.task_id = f->task_id;
-    req.device_index = f->device_index;
-    req.backend = f->backend;
-    req.num_correct_trials = f->correct_trials;
-    req.num_perf_trials = f->perf_trials;
-    req.num_warmup = f->warmup;
-    req.timeout_s = f->timeout;
-    req.atol = f->atol;
-    req.rtol = f->rtol;
-    req.memory_limit_gb = f->memory_gb;
-    req.size = f->size;
-    req.reference_backend = f->reference_backend;
-    req.coverage_floor = f->coverage_floor;
-    req.train_mode = f->train;
-    req.measure_performance = !f->no_perf;
-    req.unsafe_no_sandbox = f->unsafe;
-    kgym::EvaluatorOptions opt;
-    opt.sandbox = !f->unsafe;
-    opt.spare_workers = false;  // one evaluation: a spare would only cost time
-    std::unique_ptr<kgym::Evaluator> ev;
-    kgym::Status s = kgym::Evaluator::Create(opt, &ev);
-    if (!s.ok()) {
-      std::cerr << "kgym eval: " << s.ToString() << "\n";
-      return 1;
-    }
-    kgym::EvalResult r = ev->Evaluate(req);
-    if (r.error_code == "SYSTEM_ERROR") {
-      std::cerr << "kgym eval: " << r.outcome_detail << "\n";
-      std::cout << r.ToJson(f->compat).dump(f->pretty ? 2 : -1) << std::endl;
-      return 1;
-    }
-    std::cout << r.ToJson(f->compat).dump(f->pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace)
-              << std::endl;
-    return 0;
-  };
-});
+KGYM_REGISTER_COMMAND(
+    "eval", "evaluate one candidate (ModelNew) against one reference (Model)",
+    [](CLI::App* sub) -> kgym::cli::CommandRunner {
+      auto f = std::make_shared<EvalFlags>();
+      sub->add_option("--ref", f->ref, "reference file (class Model, get_inputs, get_init_inputs)")->required();
+      sub->add_option("--kernel", f->kernel, "candidate file (class ModelNew)")->required();
+      sub->add_option("--device", f->device, "cpu or cuda (default: cuda when a GPU is visible)")
+          ->check(CLI::IsMember({"cpu", "cuda"}));
+      sub->add_option("--gpu", f->device_index, "GPU index when --device cuda");
+      sub->add_option("--backend", f->backend, "how the candidate builds kernels")
+          ->check(CLI::IsMember({"triton", "cuda"}));
+      sub->add_option("--correct-trials", f->correct_trials, "correctness trials")->check(CLI::Range(1, 100));
+      sub->add_option("--perf-trials", f->perf_trials, "timed calls")->check(CLI::Range(1, 10000));
+      sub->add_option("--warmup", f->warmup, "untimed warmup calls")->check(CLI::Range(0, 1000));
+      sub->add_option("--timeout", f->timeout, "wall-clock limit in seconds")->check(CLI::Range(1.0, 86400.0));
+      sub->add_option("--atol", f->atol, "absolute tolerance (fp32)");
+      sub->add_option("--rtol", f->rtol, "relative tolerance (fp32)");
+      sub->add_option("--memory-limit-gb", f->memory_gb, "host memory limit of the candidate");
+      sub->add_option("--size", f->size, "task size (KGYM_TASK_SIZE seen by the reference), e.g. small");
+      sub->add_option("--reference-backend", f->reference_backend, "pytorch (eager) or torch_compile");
+      sub->add_option("--coverage-floor", f->coverage_floor, "GPU time coverage below this is reported (0 disables)")
+          ->check(CLI::Range(0.0, 1.0));
+      sub->add_option("--task-id", f->task_id, "task id echoed in the result");
+      sub->add_flag("--train-mode", f->train, "keep models in training mode");
+      sub->add_flag("--no-perf", f->no_perf, "skip timing");
+      sub->add_flag("--compat", f->compat, "KernelGYM status semantics");
+      sub->add_flag("--pretty", f->pretty, "indent the JSON");
+      sub->add_flag("--unsafe-no-sandbox", f->unsafe, "run without the sandbox (trusted code only)");
+      return [f]() -> int {
+        kgym::EvalRequest req;
+        if (!ReadFile(f->ref, &req.reference_code)) {
+          std::cerr << "kgym eval: cannot read --ref " << f->ref << "\n";
+          return 2;
+        }
+        if (!ReadFile(f->kernel, &req.kernel_code)) {
+          std::cerr << "kgym eval: cannot read --kernel " << f->kernel << "\n";
+          return 2;
+        }
+        req.device = f->device;
+        if (req.device.empty()) {
+          req.device = GpuVisible() ? "cuda" : "cpu";
+          if (req.device == "cpu") std::cerr << "kgym eval: no GPU visible, evaluating on the CPU\n";
+        }
+        req.task_id = f->task_id;
+        req.device_index = f->device_index;
+        req.backend = f->backend;
+        req.num_correct_trials = f->correct_trials;
+        req.num_perf_trials = f->perf_trials;
+        req.num_warmup = f->warmup;
+        req.timeout_s = f->timeout;
+        req.atol = f->atol;
+        req.rtol = f->rtol;
+        req.memory_limit_gb = f->memory_gb;
+        req.size = f->size;
+        req.reference_backend = f->reference_backend;
+        req.coverage_floor = f->coverage_floor;
+        req.train_mode = f->train;
+        req.measure_performance = !f->no_perf;
+        req.unsafe_no_sandbox = f->unsafe;
+        kgym::EvaluatorOptions opt;
+        opt.sandbox = !f->unsafe;
+        opt.spare_workers = false;  // one evaluation: a spare would only cost time
+        std::unique_ptr<kgym::Evaluator> ev;
+        kgym::Status s = kgym::Evaluator::Create(opt, &ev);
+        if (!s.ok()) {
+          std::cerr << "kgym eval: " << s.ToString() << "\n";
+          return 1;
+        }
+        kgym::EvalResult r = ev->Evaluate(req);
+        if (r.error_code == "SYSTEM_ERROR") {
+          std::cerr << "kgym eval: " << r.outcome_detail << "\n";
+          std::cout << r.ToJson(f->compat).dump(f->pretty ? 2 : -1) << std::endl;
+          return 1;
+        }
+        std::cout << r.ToJson(f->compat).dump(f->pretty ? 2 : -1, ' ', false, nlohmann::json::error_handler_t::replace)
+                  << std::endl;
+        return 0;
+      };
+    });
 
 }  // namespace

@@ -75,108 +75,111 @@ int Run(const RlFlags& f, const std::function<Status(JsonRows*)>& fn) {
   return 0;
 }
 
-KGYM_REGISTER_COMMAND("rl", "RL core over JSON Lines: advantages, mrs, prs, filter, reward",
-                      [](CLI::App* sub) -> kgym::cli::CommandRunner {
-  auto f = std::make_shared<RlFlags>();
-  sub->require_subcommand(1);
+KGYM_REGISTER_COMMAND(
+    "rl", "RL core over JSON Lines: advantages, mrs, prs, filter, reward",
+    [](CLI::App* sub) -> kgym::cli::CommandRunner {
+      auto f = std::make_shared<RlFlags>();
+      sub->require_subcommand(1);
 
-  CLI::App* adv = sub->add_subcommand("advantages", "returns and advantages; rows {uid, traj, turn, reward, loss_mask}");
-  AddIo(adv, f.get());
-  adv->add_option("--estimator", f->estimator, "trloo | grpo | turn_independent_grpo | rloo | erloo | erloo_norm | reinforce");
-  adv->add_option("--gamma", f->gamma, "discount across turns (Dr.Kernel: 1)");
-  adv->add_flag("--mask-void-turns", f->mask_void, "apply the void-turn loss mask first (rewrites loss_mask)");
+      CLI::App* adv =
+          sub->add_subcommand("advantages", "returns and advantages; rows {uid, traj, turn, reward, loss_mask}");
+      AddIo(adv, f.get());
+      adv->add_option("--estimator", f->estimator,
+                      "trloo | grpo | turn_independent_grpo | rloo | erloo | erloo_norm | reinforce");
+      adv->add_option("--gamma", f->gamma, "discount across turns (Dr.Kernel: 1)");
+      adv->add_flag("--mask-void-turns", f->mask_void, "apply the void-turn loss mask first (rewrites loss_mask)");
 
-  CLI::App* mrs = sub->add_subcommand("mrs", "mismatch rejection; rows {traj, turn, logp_train, logp_rollout}");
-  AddIo(mrs, f.get());
-  mrs->add_option("--lower", f->lower, "lower bound of the ratio");
-  mrs->add_option("--upper", f->upper, "upper bound of the ratio");
-  mrs->add_option("--veto", f->veto, "token veto threshold on pi_train/pi_rollout (<= 0: off)");
-  mrs->add_option("--level", f->level, "geometric | token | turn | turn_geo | sequence");
-  mrs->add_option("--veto-scope", f->veto_scope, "turn (code) | trajectory (paper)")
-      ->check(CLI::IsMember({"turn", "trajectory"}));
+      CLI::App* mrs = sub->add_subcommand("mrs", "mismatch rejection; rows {traj, turn, logp_train, logp_rollout}");
+      AddIo(mrs, f.get());
+      mrs->add_option("--lower", f->lower, "lower bound of the ratio");
+      mrs->add_option("--upper", f->upper, "upper bound of the ratio");
+      mrs->add_option("--veto", f->veto, "token veto threshold on pi_train/pi_rollout (<= 0: off)");
+      mrs->add_option("--level", f->level, "geometric | token | turn | turn_geo | sequence");
+      mrs->add_option("--veto-scope", f->veto_scope, "turn (code) | trajectory (paper)")
+          ->check(CLI::IsMember({"turn", "trajectory"}));
 
-  CLI::App* prs = sub->add_subcommand("prs", "profiling rejection; rows {coverage, correct}");
-  AddIo(prs, f.get());
-  prs->add_option("--threshold", f->threshold, "coverage threshold tau");
-  prs->add_option("--factor", f->factor, "soft ramp width s (<= 0: hard threshold)");
-  prs->add_option("--seed", f->seed, "seed of the Bernoulli draws");
-  prs->add_option("--speedup-threshold", f->speedup_threshold, "also keep rows with speedup >= this (< 0: off)");
-  prs->add_option("--round", f->round_decimals, "round coverage to this many decimals first (code: 2; < 0: off)");
-  prs->add_option("--level", f->prs_level, "turn | geometric (needs traj, turn)");
+      CLI::App* prs = sub->add_subcommand("prs", "profiling rejection; rows {coverage, correct}");
+      AddIo(prs, f.get());
+      prs->add_option("--threshold", f->threshold, "coverage threshold tau");
+      prs->add_option("--factor", f->factor, "soft ramp width s (<= 0: hard threshold)");
+      prs->add_option("--seed", f->seed, "seed of the Bernoulli draws");
+      prs->add_option("--speedup-threshold", f->speedup_threshold, "also keep rows with speedup >= this (< 0: off)");
+      prs->add_option("--round", f->round_decimals, "round coverage to this many decimals first (code: 2; < 0: off)");
+      prs->add_option("--level", f->prs_level, "turn | geometric (needs traj, turn)");
 
-  CLI::App* flt = sub->add_subcommand("filter", "zero-variance group filter; rows {uid, traj, turn, reward}");
-  AddIo(flt, f.get());
-  flt->add_option("--min-std", f->min_std, "drop a group whose last-turn rewards have std below this");
-  flt->add_option("--min-group-size", f->min_group_size, "drop groups with fewer rewards than this");
-  flt->add_flag("--all-turns", f->all_turns, "use every valid turn instead of the last turn of each rollout");
+      CLI::App* flt = sub->add_subcommand("filter", "zero-variance group filter; rows {uid, traj, turn, reward}");
+      AddIo(flt, f.get());
+      flt->add_option("--min-std", f->min_std, "drop a group whose last-turn rewards have std below this");
+      flt->add_option("--min-group-size", f->min_group_size, "drop groups with fewer rewards than this");
+      flt->add_flag("--all-turns", f->all_turns, "use every valid turn instead of the last turn of each rollout");
 
-  CLI::App* rew = sub->add_subcommand("reward", "Dr.Kernel reward of KernelGYM result rows");
-  AddIo(rew, f.get());
-  rew->add_option("--fn", f->reward_fn, "speedup | weighted | like_kernel | paper_eq8 (or calculate_reward_*)");
-  rew->add_flag("--no-coverage", f->no_coverage, "disable the coverage (PR) term (the eval scripts' setting)");
-  rew->add_option("--coverage-weight", f->coverage_weight, "weight of the coverage term");
-  rew->add_option("--coverage-type", f->coverage_type, "time_coverage | number_coverage")
-      ->check(CLI::IsMember({"time_coverage", "number_coverage"}));
-  rew->add_option("--upper-bound", f->upper_bound, "speedup_reward_upper_bound");
-  rew->add_option("--lower-bound", f->lower_bound, "speedup_reward_lower_bound");
+      CLI::App* rew = sub->add_subcommand("reward", "Dr.Kernel reward of KernelGYM result rows");
+      AddIo(rew, f.get());
+      rew->add_option("--fn", f->reward_fn, "speedup | weighted | like_kernel | paper_eq8 (or calculate_reward_*)");
+      rew->add_flag("--no-coverage", f->no_coverage, "disable the coverage (PR) term (the eval scripts' setting)");
+      rew->add_option("--coverage-weight", f->coverage_weight, "weight of the coverage term");
+      rew->add_option("--coverage-type", f->coverage_type, "time_coverage | number_coverage")
+          ->check(CLI::IsMember({"time_coverage", "number_coverage"}));
+      rew->add_option("--upper-bound", f->upper_bound, "speedup_reward_upper_bound");
+      rew->add_option("--lower-bound", f->lower_bound, "speedup_reward_lower_bound");
 
-  return [=]() -> int {
-    if (adv->parsed()) {
-      AdvantageOptions o;
-      o.gamma = f->gamma;
-      if (Status s = ParseEstimator(f->estimator, &o.estimator); !s.ok()) {
-        std::fprintf(stderr, "kgym rl: %s\n", s.message().c_str());
+      return [=]() -> int {
+        if (adv->parsed()) {
+          AdvantageOptions o;
+          o.gamma = f->gamma;
+          if (Status s = ParseEstimator(f->estimator, &o.estimator); !s.ok()) {
+            std::fprintf(stderr, "kgym rl: %s\n", s.message().c_str());
+            return 2;
+          }
+          return Run(*f, [&](JsonRows* rows) { return RunAdvantages(rows, o, f->mask_void); });
+        }
+        if (mrs->parsed()) {
+          MrsOptions o;
+          o.lower = f->lower;
+          o.upper = f->upper;
+          o.veto = f->veto;
+          o.veto_scope = f->veto_scope == "trajectory" ? VetoScope::kTrajectory : VetoScope::kTurn;
+          if (Status s = ParseMrsLevel(f->level, &o.level); !s.ok()) {
+            std::fprintf(stderr, "kgym rl: %s\n", s.message().c_str());
+            return 2;
+          }
+          return Run(*f, [&](JsonRows* rows) { return RunMismatch(rows, o); });
+        }
+        if (prs->parsed()) {
+          PrsOptions o;
+          o.threshold = f->threshold;
+          o.factor = f->factor;
+          o.seed = f->seed;
+          o.speedup_threshold = f->speedup_threshold;
+          o.round_decimals = f->round_decimals;
+          if (Status s = ParsePrsLevel(f->prs_level, &o.level); !s.ok()) {
+            std::fprintf(stderr, "kgym rl: %s\n", s.message().c_str());
+            return 2;
+          }
+          return Run(*f, [&](JsonRows* rows) { return RunProfilingRejection(rows, o); });
+        }
+        if (flt->parsed()) {
+          GroupFilterOptions o;
+          o.min_std = f->min_std;
+          o.min_group_size = f->min_group_size;
+          o.last_turn_only = !f->all_turns;
+          return Run(*f, [&](JsonRows* rows) { return RunGroupFilter(rows, o); });
+        }
+        if (rew->parsed()) {
+          RewardConfig c;
+          if (Status s = ParseRewardName(f->reward_fn, &c); !s.ok()) {
+            std::fprintf(stderr, "kgym rl: %s\n", s.message().c_str());
+            return 2;
+          }
+          c.coverage_enable = !f->no_coverage;
+          c.coverage_weight = f->coverage_weight;
+          c.coverage_type = f->coverage_type == "number_coverage" ? CoverageType::kNumber : CoverageType::kTime;
+          c.speedup_reward_upper_bound = f->upper_bound;
+          c.speedup_reward_lower_bound = f->lower_bound;
+          return Run(*f, [&](JsonRows* rows) { return RunReward(rows, c); });
+        }
         return 2;
-      }
-      return Run(*f, [&](JsonRows* rows) { return RunAdvantages(rows, o, f->mask_void); });
-    }
-    if (mrs->parsed()) {
-      MrsOptions o;
-      o.lower = f->lower;
-      o.upper = f->upper;
-      o.veto = f->veto;
-      o.veto_scope = f->veto_scope == "trajectory" ? VetoScope::kTrajectory : VetoScope::kTurn;
-      if (Status s = ParseMrsLevel(f->level, &o.level); !s.ok()) {
-        std::fprintf(stderr, "kgym rl: %s\n", s.message().c_str());
-        return 2;
-      }
-      return Run(*f, [&](JsonRows* rows) { return RunMismatch(rows, o); });
-    }
-    if (prs->parsed()) {
-      PrsOptions o;
-      o.threshold = f->threshold;
-      o.factor = f->factor;
-      o.seed = f->seed;
-      o.speedup_threshold = f->speedup_threshold;
-      o.round_decimals = f->round_decimals;
-      if (Status s = ParsePrsLevel(f->prs_level, &o.level); !s.ok()) {
-        std::fprintf(stderr, "kgym rl: %s\n", s.message().c_str());
-        return 2;
-      }
-      return Run(*f, [&](JsonRows* rows) { return RunProfilingRejection(rows, o); });
-    }
-    if (flt->parsed()) {
-      GroupFilterOptions o;
-      o.min_std = f->min_std;
-      o.min_group_size = f->min_group_size;
-      o.last_turn_only = !f->all_turns;
-      return Run(*f, [&](JsonRows* rows) { return RunGroupFilter(rows, o); });
-    }
-    if (rew->parsed()) {
-      RewardConfig c;
-      if (Status s = ParseRewardName(f->reward_fn, &c); !s.ok()) {
-        std::fprintf(stderr, "kgym rl: %s\n", s.message().c_str());
-        return 2;
-      }
-      c.coverage_enable = !f->no_coverage;
-      c.coverage_weight = f->coverage_weight;
-      c.coverage_type = f->coverage_type == "number_coverage" ? CoverageType::kNumber : CoverageType::kTime;
-      c.speedup_reward_upper_bound = f->upper_bound;
-      c.speedup_reward_lower_bound = f->lower_bound;
-      return Run(*f, [&](JsonRows* rows) { return RunReward(rows, c); });
-    }
-    return 2;
-  };
-});
+      };
+    });
 
 }  // namespace

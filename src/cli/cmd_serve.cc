@@ -116,37 +116,39 @@ int RunServe(const ServeFlags& f) {
   return 0;
 }
 
-KGYM_REGISTER_COMMAND("serve", "run the KernelGYM-compatible evaluation server",
-                      [](CLI::App* sub) -> kgym::cli::CommandRunner {
-  auto f = std::make_shared<ServeFlags>();
-  sub->add_option("--host", f->host, "address to bind (default loopback only)");
-  sub->add_option("--port", f->port, "port (0 = any free port)");
-  sub->add_option("--gpus", f->gpus, "0,1,.. | all | none (CPU workers) | auto");
-  sub->add_option("--store", f->store, "SQLite store file");
-  sub->add_option("--redis", f->redis, "redis://HOST:PORT/DB: enqueue for `kgym worker` processes");
-  sub->add_option("--redis-prefix", f->prefix, "Redis key prefix");
-  sub->add_option("--mode", f->mode, "compat (KernelGYM status quirks) or default")
-      ->check(CLI::IsMember({"compat", "default"}));
-  sub->add_option("--token-file", f->token_file, "require Authorization: Bearer <first line of this file>");
-  sub->add_option("--slots-per-gpu", f->slots_per_gpu, "evaluations in flight per GPU (timing stays exclusive)");
-  sub->add_option("--cpu-slots", f->cpu_slots, "evaluations in flight on the CPU device");
-  sub->add_option("--http-threads", f->threads, "connection threads (clients blocked in POST /evaluate)");
-  sub->add_option("--result-ttl", f->ttl, "seconds a finished result is kept");
-  sub->add_option("--drain-timeout", f->drain_timeout, "seconds SIGTERM waits for running evaluations");
-  sub->add_option("--max-retries", f->max_retries, "retries of infrastructure failures");
-  sub->add_option("--retry-backoff", f->backoff, "first retry delay in seconds (doubles)");
-  sub->add_option("--sync", f->sync, "store durability: normal (survives a killed process) or full (power loss)")
-      ->check(CLI::IsMember({"normal", "full"}));
-  sub->add_option("--evaluator", f->evaluator.kind, "real, or simulated (serving-path benchmarks only)")
-      ->check(CLI::IsMember({"real", "simulated"}));
-  sub->add_option("--sim-sleep", f->evaluator.sim_sleep_s, "simulated evaluation time in seconds");
-  sub->add_option("--sim-journal", f->evaluator.sim_journal, "simulated evaluator: append start/end lines here");
-  sub->add_option("--runs", f->runs,
-                  "run folders, or folders of them, shown on the dashboard's Runs page (agent, grade, train output)");
-  sub->add_flag("--unsafe-no-sandbox", f->evaluator.unsafe_no_sandbox, "evaluate without the sandbox");
-  sub->add_option("--mem-budget", f->evaluator.mem_budget_gb,
-                  "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
-  return [f] { return RunServe(*f); };
-});
+KGYM_REGISTER_COMMAND(
+    "serve", "run the KernelGYM-compatible evaluation server", [](CLI::App* sub) -> kgym::cli::CommandRunner {
+      auto f = std::make_shared<ServeFlags>();
+      sub->add_option("--host", f->host, "address to bind (default loopback only)");
+      sub->add_option("--port", f->port, "port (0 = any free port)");
+      sub->add_option("--gpus", f->gpus, "0,1,.. | all | none (CPU workers) | auto");
+      sub->add_option("--store", f->store, "SQLite store file");
+      sub->add_option("--redis", f->redis, "redis://HOST:PORT/DB: enqueue for `kgym worker` processes");
+      sub->add_option("--redis-prefix", f->prefix, "Redis key prefix");
+      sub->add_option("--mode", f->mode, "compat (KernelGYM status quirks) or default")
+          ->check(CLI::IsMember({"compat", "default"}));
+      sub->add_option("--token-file", f->token_file, "require Authorization: Bearer <first line of this file>");
+      sub->add_option("--slots-per-gpu", f->slots_per_gpu, "evaluations in flight per GPU (timing stays exclusive)");
+      sub->add_option("--cpu-slots", f->cpu_slots, "evaluations in flight on the CPU device");
+      sub->add_option("--http-threads", f->threads, "connection threads (clients blocked in POST /evaluate)");
+      sub->add_option("--result-ttl", f->ttl, "seconds a finished result is kept");
+      sub->add_option("--drain-timeout", f->drain_timeout, "seconds SIGTERM waits for running evaluations");
+      sub->add_option("--max-retries", f->max_retries, "retries of infrastructure failures");
+      sub->add_option("--retry-backoff", f->backoff, "first retry delay in seconds (doubles)");
+      sub->add_option("--sync", f->sync, "store durability: normal (survives a killed process) or full (power loss)")
+          ->check(CLI::IsMember({"normal", "full"}));
+      sub->add_option("--evaluator", f->evaluator.kind, "real, or simulated (serving-path benchmarks only)")
+          ->check(CLI::IsMember({"real", "simulated"}));
+      sub->add_option("--sim-sleep", f->evaluator.sim_sleep_s, "simulated evaluation time in seconds");
+      sub->add_option("--sim-journal", f->evaluator.sim_journal, "simulated evaluator: append start/end lines here");
+      sub->add_option(
+          "--runs", f->runs,
+          "run folders, or folders of them, shown on the dashboard's Runs page (agent, grade, train output)");
+      sub->add_flag("--unsafe-no-sandbox", f->evaluator.unsafe_no_sandbox, "evaluate without the sandbox");
+      sub->add_option(
+          "--mem-budget", f->evaluator.mem_budget_gb,
+          "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
+      return [f] { return RunServe(*f); };
+    });
 
 }  // namespace

@@ -7,9 +7,9 @@
 //   evolve RUN_DIR --library DIR --base-url URL --model NAME --server URL   one summary + verification round over
 //                                  an agent run, written as the next snapshot (src/skills/evolve.h)
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <cstdlib>
 #include <set>
 
 #include "cli/command_registry.h"
@@ -77,7 +77,8 @@ int RunList(const std::string& dir, int64_t step, bool json) {
     return 0;
   }
   if (snap.step < 0) {
-    std::printf("(no snapshot in %s%s)\n", dir.c_str(), step >= 0 ? (" at or below step " + std::to_string(step)).c_str() : "");
+    std::printf("(no snapshot in %s%s)\n", dir.c_str(),
+                step >= 0 ? (" at or below step " + std::to_string(step)).c_str() : "");
     return 0;
   }
   std::printf("# %s: %zu skill(s)\n", snap.path.c_str(), snap.skills.size());
@@ -159,83 +160,90 @@ int RunEvolveCommand(const std::string& dir, int64_t step, const EvolveArgs& a) 
   }
   size_t admitted = 0;
   for (const auto& c : report["candidates"]) admitted += c.value("admitted", false) ? 1 : 0;
-  std::printf("%zu trajectories, %zu triggered task(s), %zu candidate skill(s), %zu verified, %zu added -> %s "
-              "(%zu skills)\n",
-              report.value("trajectories", size_t{0}), report["cases"].size(), report["candidates"].size(), admitted,
-              report["added"].size(), report.value("snapshot", "").c_str(), report.value("skills", size_t{0}));
+  std::printf(
+      "%zu trajectories, %zu triggered task(s), %zu candidate skill(s), %zu verified, %zu added -> %s "
+      "(%zu skills)\n",
+      report.value("trajectories", size_t{0}), report["cases"].size(), report["candidates"].size(), admitted,
+      report["added"].size(), report.value("snapshot", "").c_str(), report.value("skills", size_t{0}));
   for (const auto& n : report["added"]) std::printf("  + %s\n", n.get<std::string>().c_str());
-  for (const auto& d : report["near_duplicates"]) std::printf("  ~ %s (near-duplicate, dropped)\n", d.get<std::string>().c_str());
+  for (const auto& d : report["near_duplicates"])
+    std::printf("  ~ %s (near-duplicate, dropped)\n", d.get<std::string>().c_str());
   std::printf("report: %s/evolve.json\n", a.run_dir.c_str());
   return 0;
 }
 
-KGYM_REGISTER_COMMAND("skills", "manage, search and evolve a skill library (add, list, search, evolve)",
-                      [](CLI::App* sub) -> kgym::cli::CommandRunner {
-  struct Opts {
-    std::string dir, file, query;
-    int64_t step = -1;
-    size_t top = 20;
-    bool json = false;
-  };
-  auto o = std::make_shared<Opts>();
-  sub->require_subcommand(1);
-  CLI::App* add = sub->add_subcommand("add", "validate the records of FILE.jsonl and add them as the next snapshot");
-  add->add_option("--library", o->dir, "library directory")->required();
-  add->add_option("file", o->file, "JSONL file of skill records")->required();
-  CLI::App* list = sub->add_subcommand("list", "list the skills of the newest snapshot (at or below --step)");
-  list->add_option("--library", o->dir, "library directory")->required();
-  list->add_option("--step", o->step, "newest snapshot with step <= N");
-  list->add_flag("--json", o->json, "print the records as a JSON array");
-  CLI::App* search = sub->add_subcommand("search", "BM25 search (rank_bm25 BM25Okapi scores, score > 0 only)");
-  search->add_option("--library", o->dir, "library directory")->required();
-  search->add_option("--query", o->query, "query text")->required();
-  search->add_option("--top", o->top, "number of results (default 20)");
-  search->add_option("--step", o->step, "newest snapshot with step <= N");
-  search->add_flag("--json", o->json, "print a JSON array of {\"name\", \"score\"} in rank order");
-  auto e = std::make_shared<EvolveArgs>();
-  CLI::App* evolve = sub->add_subcommand(
-      "evolve", "summarise an agent run's best trajectories into skills, verify them on the gym, write the next "
-                "snapshot");
-  evolve->add_option("run_dir", e->run_dir, "agent run directory (kgym agent --out)")->required();
-  evolve->add_option("--library", o->dir, "library directory")->required();
-  evolve->add_option("--base-url", e->base_url, "OpenAI-compatible base URL")->required();
-  evolve->add_option("--model", e->model, "model name sent to the endpoint")->required();
-  evolve->add_option("--server", e->server, "KernelGYM-compatible gym URL for verification")->required();
-  evolve->add_option("--step", o->step, "extend the newest snapshot with step <= N (default newest)");
-  evolve->add_option("--tasks", e->tasks, "task set (default: the run's config.json)");
-  evolve->add_option("--summaries", e->summaries, "summary samples per triggered task")->capture_default_str();
-  evolve->add_option("--summary-temperature", e->summary_temperature)->capture_default_str();
-  evolve->add_option("--summary-max-tokens", e->summary_max_tokens)->capture_default_str();
-  evolve->add_option("--verify-max-tokens", e->verify_max_tokens, "greedy turn-1 budget")->capture_default_str();
-  evolve->add_option("--trigger-improve", e->trigger_improve, "best >= turn 1 x this")->capture_default_str();
-  evolve->add_option("--trigger-absolute", e->trigger_absolute, "best >= this")->capture_default_str();
-  evolve->add_option("--verify-absolute", e->verify_absolute, "verified speedup >= this")->capture_default_str();
-  evolve->add_option("--verify-vs-turn1", e->verify_vs_turn1, "verified speedup >= turn 1 x this")->capture_default_str();
-  evolve->add_flag("--second-task", e->second_task, "also require a pass on another task of the run");
-  evolve->add_option("--near-duplicate", e->near_duplicate,
-                     "drop a new skill whose BM25 similarity to an existing one reaches this (0 = names only)")
-      ->capture_default_str();
-  evolve->add_option("--usage-success", e->usage_success, "a use succeeds when some turn reaches this speedup")
-      ->capture_default_str();
-  evolve->add_option("--device", e->device, "evaluation device")->capture_default_str();
-  evolve->add_option("--size", e->size, "task size passed to the tasks");
-  evolve->add_option("--num-correct-trials", e->num_correct_trials)->capture_default_str();
-  evolve->add_option("--num-perf-trials", e->num_perf_trials)->capture_default_str();
-  evolve->add_option("--eval-timeout", e->eval_timeout, "per evaluation timeout, seconds")->capture_default_str();
-  evolve->add_option("--timeout", e->timeout, "per LLM request timeout, seconds")->capture_default_str();
-  evolve->add_option("--retries", e->retries)->capture_default_str();
-  evolve->add_option("--concurrency", e->concurrency, "LLM calls / evaluations in flight")->capture_default_str();
-  evolve->add_option("--seed", e->seed, "base sampling seed (not sent when < 0)");
-  evolve->add_option("--api-key-env", e->api_key_env)->capture_default_str();
-  evolve->add_flag("--force", e->force, "evolve again from a run that already has evolve.json");
-  evolve->add_flag("--json", e->json, "print the whole report as JSON");
-  return [=] {
-    if (evolve->parsed()) return RunEvolveCommand(o->dir, o->step, *e);
-    if (add->parsed()) return RunAdd(o->dir, o->file);
-    if (list->parsed()) return RunList(o->dir, o->step, o->json);
-    if (search->parsed()) return RunSearch(o->dir, o->step, o->query, o->top, o->json);
-    return 2;
-  };
-});
+KGYM_REGISTER_COMMAND(
+    "skills", "manage, search and evolve a skill library (add, list, search, evolve)",
+    [](CLI::App* sub) -> kgym::cli::CommandRunner {
+      struct Opts {
+        std::string dir, file, query;
+        int64_t step = -1;
+        size_t top = 20;
+        bool json = false;
+      };
+      auto o = std::make_shared<Opts>();
+      sub->require_subcommand(1);
+      CLI::App* add =
+          sub->add_subcommand("add", "validate the records of FILE.jsonl and add them as the next snapshot");
+      add->add_option("--library", o->dir, "library directory")->required();
+      add->add_option("file", o->file, "JSONL file of skill records")->required();
+      CLI::App* list = sub->add_subcommand("list", "list the skills of the newest snapshot (at or below --step)");
+      list->add_option("--library", o->dir, "library directory")->required();
+      list->add_option("--step", o->step, "newest snapshot with step <= N");
+      list->add_flag("--json", o->json, "print the records as a JSON array");
+      CLI::App* search = sub->add_subcommand("search", "BM25 search (rank_bm25 BM25Okapi scores, score > 0 only)");
+      search->add_option("--library", o->dir, "library directory")->required();
+      search->add_option("--query", o->query, "query text")->required();
+      search->add_option("--top", o->top, "number of results (default 20)");
+      search->add_option("--step", o->step, "newest snapshot with step <= N");
+      search->add_flag("--json", o->json, "print a JSON array of {\"name\", \"score\"} in rank order");
+      auto e = std::make_shared<EvolveArgs>();
+      CLI::App* evolve = sub->add_subcommand(
+          "evolve",
+          "summarise an agent run's best trajectories into skills, verify them on the gym, write the next "
+          "snapshot");
+      evolve->add_option("run_dir", e->run_dir, "agent run directory (kgym agent --out)")->required();
+      evolve->add_option("--library", o->dir, "library directory")->required();
+      evolve->add_option("--base-url", e->base_url, "OpenAI-compatible base URL")->required();
+      evolve->add_option("--model", e->model, "model name sent to the endpoint")->required();
+      evolve->add_option("--server", e->server, "KernelGYM-compatible gym URL for verification")->required();
+      evolve->add_option("--step", o->step, "extend the newest snapshot with step <= N (default newest)");
+      evolve->add_option("--tasks", e->tasks, "task set (default: the run's config.json)");
+      evolve->add_option("--summaries", e->summaries, "summary samples per triggered task")->capture_default_str();
+      evolve->add_option("--summary-temperature", e->summary_temperature)->capture_default_str();
+      evolve->add_option("--summary-max-tokens", e->summary_max_tokens)->capture_default_str();
+      evolve->add_option("--verify-max-tokens", e->verify_max_tokens, "greedy turn-1 budget")->capture_default_str();
+      evolve->add_option("--trigger-improve", e->trigger_improve, "best >= turn 1 x this")->capture_default_str();
+      evolve->add_option("--trigger-absolute", e->trigger_absolute, "best >= this")->capture_default_str();
+      evolve->add_option("--verify-absolute", e->verify_absolute, "verified speedup >= this")->capture_default_str();
+      evolve->add_option("--verify-vs-turn1", e->verify_vs_turn1, "verified speedup >= turn 1 x this")
+          ->capture_default_str();
+      evolve->add_flag("--second-task", e->second_task, "also require a pass on another task of the run");
+      evolve
+          ->add_option("--near-duplicate", e->near_duplicate,
+                       "drop a new skill whose BM25 similarity to an existing one reaches this (0 = names only)")
+          ->capture_default_str();
+      evolve->add_option("--usage-success", e->usage_success, "a use succeeds when some turn reaches this speedup")
+          ->capture_default_str();
+      evolve->add_option("--device", e->device, "evaluation device")->capture_default_str();
+      evolve->add_option("--size", e->size, "task size passed to the tasks");
+      evolve->add_option("--num-correct-trials", e->num_correct_trials)->capture_default_str();
+      evolve->add_option("--num-perf-trials", e->num_perf_trials)->capture_default_str();
+      evolve->add_option("--eval-timeout", e->eval_timeout, "per evaluation timeout, seconds")->capture_default_str();
+      evolve->add_option("--timeout", e->timeout, "per LLM request timeout, seconds")->capture_default_str();
+      evolve->add_option("--retries", e->retries)->capture_default_str();
+      evolve->add_option("--concurrency", e->concurrency, "LLM calls / evaluations in flight")->capture_default_str();
+      evolve->add_option("--seed", e->seed, "base sampling seed (not sent when < 0)");
+      evolve->add_option("--api-key-env", e->api_key_env)->capture_default_str();
+      evolve->add_flag("--force", e->force, "evolve again from a run that already has evolve.json");
+      evolve->add_flag("--json", e->json, "print the whole report as JSON");
+      return [=] {
+        if (evolve->parsed()) return RunEvolveCommand(o->dir, o->step, *e);
+        if (add->parsed()) return RunAdd(o->dir, o->file);
+        if (list->parsed()) return RunList(o->dir, o->step, o->json);
+        if (search->parsed()) return RunSearch(o->dir, o->step, o->query, o->top, o->json);
+        return 2;
+      };
+    });
 
 }  // namespace

@@ -58,26 +58,27 @@ int RunWorker(const WorkerFlags& f) {
   return 0;
 }
 
-KGYM_REGISTER_COMMAND("worker", "evaluate jobs from a kgym serve --redis API node",
-                      [](CLI::App* sub) -> kgym::cli::CommandRunner {
-  auto f = std::make_shared<WorkerFlags>();
-  sub->add_option("--redis", f->redis, "redis://HOST:PORT/DB of the API node's queue")->required();
-  sub->add_option("--redis-prefix", f->prefix, "Redis key prefix");
-  sub->add_option("--gpus", f->gpus, "0,1,.. | all | none (CPU) | auto");
-  sub->add_option("--worker-id", f->id, "name in leases and logs (default host:pid)");
-  sub->add_option("--slots-per-gpu", f->slots_per_gpu, "evaluations in flight per GPU");
-  sub->add_option("--cpu-slots", f->cpu_slots, "evaluations in flight on the CPU device");
-  sub->add_option("--lease", f->lease, "seconds without a heartbeat before a job is given to another worker");
-  sub->add_option("--max-retries", f->max_retries, "retries of infrastructure failures");
-  sub->add_option("--retry-backoff", f->backoff, "first retry delay in seconds (doubles)");
-  sub->add_option("--evaluator", f->evaluator.kind, "real, or simulated (benchmarks only)")
-      ->check(CLI::IsMember({"real", "simulated"}));
-  sub->add_option("--sim-sleep", f->evaluator.sim_sleep_s, "simulated evaluation time in seconds");
-  sub->add_option("--sim-journal", f->evaluator.sim_journal, "simulated evaluator: append start/end lines here");
-  sub->add_flag("--unsafe-no-sandbox", f->evaluator.unsafe_no_sandbox, "evaluate without the sandbox");
-  sub->add_option("--mem-budget", f->evaluator.mem_budget_gb,
-                  "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
-  return [f] { return RunWorker(*f); };
-});
+KGYM_REGISTER_COMMAND(
+    "worker", "evaluate jobs from a kgym serve --redis API node", [](CLI::App* sub) -> kgym::cli::CommandRunner {
+      auto f = std::make_shared<WorkerFlags>();
+      sub->add_option("--redis", f->redis, "redis://HOST:PORT/DB of the API node's queue")->required();
+      sub->add_option("--redis-prefix", f->prefix, "Redis key prefix");
+      sub->add_option("--gpus", f->gpus, "0,1,.. | all | none (CPU) | auto");
+      sub->add_option("--worker-id", f->id, "name in leases and logs (default host:pid)");
+      sub->add_option("--slots-per-gpu", f->slots_per_gpu, "evaluations in flight per GPU");
+      sub->add_option("--cpu-slots", f->cpu_slots, "evaluations in flight on the CPU device");
+      sub->add_option("--lease", f->lease, "seconds without a heartbeat before a job is given to another worker");
+      sub->add_option("--max-retries", f->max_retries, "retries of infrastructure failures");
+      sub->add_option("--retry-backoff", f->backoff, "first retry delay in seconds (doubles)");
+      sub->add_option("--evaluator", f->evaluator.kind, "real, or simulated (benchmarks only)")
+          ->check(CLI::IsMember({"real", "simulated"}));
+      sub->add_option("--sim-sleep", f->evaluator.sim_sleep_s, "simulated evaluation time in seconds");
+      sub->add_option("--sim-journal", f->evaluator.sim_journal, "simulated evaluator: append start/end lines here");
+      sub->add_flag("--unsafe-no-sandbox", f->evaluator.unsafe_no_sandbox, "evaluate without the sandbox");
+      sub->add_option(
+          "--mem-budget", f->evaluator.mem_budget_gb,
+          "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
+      return [f] { return RunWorker(*f); };
+    });
 
 }  // namespace

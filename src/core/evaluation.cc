@@ -20,8 +20,8 @@ constexpr OutcomeNameEntry kOutcomeNames[] = {
 };
 
 nlohmann::json StatsJson(const TimingStats& s) {
-  return {{"n", s.n},           {"median_ms", s.median}, {"mean_ms", s.mean}, {"min_ms", s.min},
-          {"max_ms", s.max},    {"stddev_ms", s.stddev}, {"samples_ms", s.samples_ms}};
+  return {{"n", s.n},        {"median_ms", s.median}, {"mean_ms", s.mean},         {"min_ms", s.min},
+          {"max_ms", s.max}, {"stddev_ms", s.stddev}, {"samples_ms", s.samples_ms}};
 }
 
 TimingStats StatsFromJson(const nlohmann::json& j) {
@@ -53,23 +53,32 @@ std::optional<Outcome> OutcomeFromName(const std::string& name) {
 
 const char* ErrorCodeFor(Outcome o) {
   switch (o) {
-    case Outcome::kCorrect: return "";
-    case Outcome::kIncorrect: return "CORRECTNESS_ERROR";
-    case Outcome::kCompileError: return "COMPILATION_ERROR";
-    case Outcome::kRuntimeError: return "RUNTIME_ERROR";
-    case Outcome::kTimeout: return "TIMEOUT_ERROR";
-    case Outcome::kCrashed: return "RUNTIME_ERROR";
-    case Outcome::kResourceExhausted: return "RESOURCE_ERROR";
-    case Outcome::kHacked: return "CORRECTNESS_ERROR";
-    case Outcome::kInvalid: return "VALIDATION_ERROR";
+    case Outcome::kCorrect:
+      return "";
+    case Outcome::kIncorrect:
+      return "CORRECTNESS_ERROR";
+    case Outcome::kCompileError:
+      return "COMPILATION_ERROR";
+    case Outcome::kRuntimeError:
+      return "RUNTIME_ERROR";
+    case Outcome::kTimeout:
+      return "TIMEOUT_ERROR";
+    case Outcome::kCrashed:
+      return "RUNTIME_ERROR";
+    case Outcome::kResourceExhausted:
+      return "RESOURCE_ERROR";
+    case Outcome::kHacked:
+      return "CORRECTNESS_ERROR";
+    case Outcome::kInvalid:
+      return "VALIDATION_ERROR";
   }
   return "UNKNOWN_ERROR";
 }
 
 std::string EvalResult::Status(bool compat) const {
   if (outcome == Outcome::kInvalid) return "failed";
-  if (compat && (outcome == Outcome::kCompileError || outcome == Outcome::kTimeout ||
-                 outcome == Outcome::kCrashed || outcome == Outcome::kResourceExhausted))
+  if (compat && (outcome == Outcome::kCompileError || outcome == Outcome::kTimeout || outcome == Outcome::kCrashed ||
+                 outcome == Outcome::kResourceExhausted))
     return "failed";
   return "completed";
 }

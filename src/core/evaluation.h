@@ -31,25 +31,25 @@ struct EvalRequest {
   std::string task_id;
   std::string reference_code;
   std::string kernel_code;
-  std::string entry_point = "Model";   // the candidate class is entry_point + "New"
-  std::string backend = "triton";      // triton | cuda (how the candidate builds its kernels)
-  std::string device = "cpu";          // cpu | cuda
-  int device_index = 0;                // physical GPU index when device == cuda
+  std::string entry_point = "Model";  // the candidate class is entry_point + "New"
+  std::string backend = "triton";     // triton | cuda (how the candidate builds its kernels)
+  std::string device = "cpu";         // cpu | cuda
+  int device_index = 0;               // physical GPU index when device == cuda
   int num_correct_trials = 5;
   int num_perf_trials = 100;
   int num_warmup = 3;
   double timeout_s = 300;
-  std::string reference_backend;       // "" / "pytorch" = eager; "torch_compile" = torch.compile
+  std::string reference_backend;  // "" / "pytorch" = eager; "torch_compile" = torch.compile
   bool run_correctness = true;
   bool measure_performance = true;
   bool enable_profiling = true;
-  bool detect_decoy = true;            // Triton decoy detection (backend == triton)
-  double coverage_floor = 0.1;         // GPU time coverage below this is reported (metadata coverage_below_floor)
-  bool train_mode = false;             // keep models in training mode (default: eval())
-  double atol = 1e-2, rtol = 1e-2;     // fp32 tolerances (KernelBench v0.1 / KernelGYM)
+  bool detect_decoy = true;         // Triton decoy detection (backend == triton)
+  double coverage_floor = 0.1;      // GPU time coverage below this is reported (metadata coverage_below_floor)
+  bool train_mode = false;          // keep models in training mode (default: eval())
+  double atol = 1e-2, rtol = 1e-2;  // fp32 tolerances (KernelBench v0.1 / KernelGYM)
   double atol_half = 1e-2, rtol_half = 1e-2;  // fp16 / bf16
-  double memory_limit_gb = 0;          // host address-space limit for the candidate (0 = default)
-  std::string size = "";               // task size hint passed to get_inputs (e.g. "small"), "" = default
+  double memory_limit_gb = 0;                 // host address-space limit for the candidate (0 = default)
+  std::string size = "";                      // task size hint passed to get_inputs (e.g. "small"), "" = default
   bool unsafe_no_sandbox = false;
   nlohmann::json extra = nlohmann::json::object();  // fields we accept but do not interpret
 };
@@ -76,7 +76,7 @@ struct EvalResult {
   std::optional<TimingStats> reference_timing, kernel_timing;
   nlohmann::json metadata = nlohmann::json::object();
   nlohmann::json correctness_detail = nlohmann::json::object();
-  std::string completed_at;         // ISO-8601, filled by the store/server
+  std::string completed_at;  // ISO-8601, filled by the store/server
 
   // "completed" unless the evaluation could not reach a verdict about the candidate's code.
   // compat mode reproduces KernelGYM, where compile/validation failures and timeouts are "failed".

@@ -5,9 +5,9 @@
 namespace kgym {
 
 TEST(Outcome, NamesRoundTrip) {
-  for (auto o : {Outcome::kCorrect, Outcome::kIncorrect, Outcome::kCompileError, Outcome::kRuntimeError,
-                 Outcome::kTimeout, Outcome::kCrashed, Outcome::kResourceExhausted, Outcome::kHacked,
-                 Outcome::kInvalid}) {
+  for (auto o :
+       {Outcome::kCorrect, Outcome::kIncorrect, Outcome::kCompileError, Outcome::kRuntimeError, Outcome::kTimeout,
+        Outcome::kCrashed, Outcome::kResourceExhausted, Outcome::kHacked, Outcome::kInvalid}) {
     EXPECT_EQ(OutcomeFromName(OutcomeName(o)), o);
   }
   EXPECT_FALSE(OutcomeFromName("nonsense").has_value());
@@ -32,9 +32,9 @@ TEST(EvalResult, JsonCarriesKernelGymFieldsAndRoundTrips) {
   r.speedup = 2.0;
   r.kernel_timing = TimingStats{3, 1.0, 1.1, 0.9, 1.4, 0.2, {0.9, 1.0, 1.4}};
   auto j = r.ToJson();
-  for (const char* k : {"task_id", "status", "compiled", "correctness", "decoy_kernel", "reference_runtime",
-                        "kernel_runtime", "speedup", "metadata", "error_message", "error_code", "outcome",
-                        "outcome_detail"})
+  for (const char* k :
+       {"task_id", "status", "compiled", "correctness", "decoy_kernel", "reference_runtime", "kernel_runtime",
+        "speedup", "metadata", "error_message", "error_code", "outcome", "outcome_detail"})
     EXPECT_TRUE(j.contains(k)) << k;
   EXPECT_TRUE(j["error_message"].is_null());
   auto back = EvalResult::FromJson(j);

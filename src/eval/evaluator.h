@@ -31,10 +31,10 @@ struct EvaluatorOptions {
   // Build cache of CUDA-backend candidates, one directory per source hash (eval/extension_cache.h);
   // "" = <$TMPDIR or /tmp>/kgym-ext-cache.
   std::string extension_cache_root;
-  bool sandbox = true;       // false only with --unsafe-no-sandbox
+  bool sandbox = true;               // false only with --unsafe-no-sandbox
   int max_output_bytes = 64 * 1024;  // captured stdout/stderr tail kept per evaluation
   double default_memory_limit_gb = 16;
-  std::vector<std::string> hidden_paths;  // directories the candidate must not see (store, config, ...)
+  std::vector<std::string> hidden_paths;           // directories the candidate must not see (store, config, ...)
   size_t reference_cache_bytes = size_t{8} << 30;  // reference inputs/outputs kept in memory, LRU beyond this
   // Keep one candidate worker per sandbox policy started ahead of need (sandbox set up, CUDA context made), so
   // an evaluation does not wait for them. Off for one-shot use (kgym eval), where it would be wasted work.

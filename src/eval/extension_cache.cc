@@ -28,8 +28,7 @@ std::mutex& EvictMutex() {
 }
 
 bool IsKeyName(const std::string& n) {
-  return n.size() == 32 && std::all_of(n.begin(), n.end(),
-                                       [](char c) { return std::isxdigit(c) && !std::isupper(c); });
+  return n.size() == 32 && std::all_of(n.begin(), n.end(), [](char c) { return std::isxdigit(c) && !std::isupper(c); });
 }
 
 // Walks `dir` without following symlinks (the candidate wrote what is in it); stops early once
@@ -37,8 +36,7 @@ bool IsKeyName(const std::string& n) {
 uint64_t TreeBytes(const fs::path& dir, uint64_t limit, bool* has_so) {
   uint64_t total = 0;
   std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec),
-       end;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
        !ec && it != end; it.increment(ec)) {
     auto st = it->symlink_status(ec);
     if (ec) break;
@@ -62,14 +60,12 @@ ExtensionCache::ExtensionCache(std::string root, int keep, uint64_t max_dir_byte
 
 Status ExtensionCache::Prepare(const std::string& source, Entry* out) {
   if (::mkdir(root_.c_str(), 0700) != 0 && errno != EEXIST)
-    return Status::IOError("cannot create the extension cache " + root_ + ": " +
-                           std::strerror(errno));
+    return Status::IOError("cannot create the extension cache " + root_ + ": " + std::strerror(errno));
   struct stat st {};
   // lstat: a symlink planted at the root's path (the default lives in a shared /tmp) is refused,
   // not followed.
   if (::lstat(root_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
-    return Status::IOError("the extension cache " + root_ +
-                           " is not a directory owned by this user");
+    return Status::IOError("the extension cache " + root_ + " is not a directory owned by this user");
   if ((st.st_mode & 077) != 0) ::chmod(root_.c_str(), 0700);
   out->key = ContentKey(source);
   out->dir = root_ + "/" + out->key;
@@ -105,8 +101,7 @@ void ExtensionCache::Evict(const std::string& keep_name) {
     if (name == keep_name || !IsKeyName(name)) continue;
     auto st = it->symlink_status(ec);
     if (ec || !fs::is_directory(st)) continue;
-    if (TreeBytes(it->path(), max_dir_bytes_, nullptr) >
-        max_dir_bytes_) {  // no build is that large: junk
+    if (TreeBytes(it->path(), max_dir_bytes_, nullptr) > max_dir_bytes_) {  // no build is that large: junk
       fs::remove_all(it->path(), ec);
       continue;
     }
@@ -114,8 +109,7 @@ void ExtensionCache::Evict(const std::string& keep_name) {
   }
   if (static_cast<int>(dirs.size()) < keep_) return;
   std::sort(dirs.begin(), dirs.end(), [](const Dir& a, const Dir& b) { return a.used > b.used; });
-  for (size_t i = keep_ - 1; i < dirs.size(); ++i)
-    fs::remove_all(dirs[i].path, ec);  // remove_all never follows links
+  for (size_t i = keep_ - 1; i < dirs.size(); ++i) fs::remove_all(dirs[i].path, ec);  // remove_all never follows links
 }
 
 std::string ContentKey(std::string_view s) {
@@ -127,8 +121,7 @@ std::string ContentKey(std::string_view s) {
 }
 
 std::string CompilerErrorLines(const std::string& log, int max_errors) {
-  static const std::regex kError(
-      R"re((^|[\s:)])((fatal|catastrophic) )?error\s*:|nvcc fatal\s*:)re");
+  static const std::regex kError(R"re((^|[\s:)])((fatal|catastrophic) )?error\s*:|nvcc fatal\s*:)re");
   static const std::regex kGccQuote(R"re(^\s*\d+\s+\|)re");
   static const std::regex kDirs(R"re((^|[\s"'(`])/(?:[^\s:()"'`/]+/)+)re");
   std::vector<std::string> lines;
@@ -158,8 +151,7 @@ std::string CompilerErrorLines(const std::string& log, int max_errors) {
     if (i + 1 < lines.size()) {  // the source line the compiler quotes under the error, if it does
       const std::string& q = lines[i + 1];
       bool gcc = std::regex_search(q, kGccQuote);
-      bool nvcc = !q.empty() && (q[0] == ' ' || q[0] == '\t') &&
-                  q.find_first_not_of(" \t^~") != std::string::npos &&
+      bool nvcc = !q.empty() && (q[0] == ' ' || q[0] == '\t') && q.find_first_not_of(" \t^~") != std::string::npos &&
                   !std::regex_search(q, kError);
       if (gcc || nvcc) {
         out += "\n  " + tidy(q);

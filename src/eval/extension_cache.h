@@ -35,8 +35,7 @@ class ExtensionCache {
   };
 
   // `root` "" = <$TMPDIR or /tmp>/kgym-ext-cache.
-  explicit ExtensionCache(std::string root = "", int keep = 64,
-                          uint64_t max_dir_bytes = uint64_t{512} << 20);
+  explicit ExtensionCache(std::string root = "", int keep = 64, uint64_t max_dir_bytes = uint64_t{512} << 20);
 
   // Creates the root (0700) and this source's directory, marks it used now, evicts beyond the
   // bounds (never the directory returned). Fails when the root cannot be made or is not a directory

@@ -117,12 +117,10 @@ TEST(CompilerErrorLines, NvccErrorsAndTheLimit) {
   EXPECT_EQ(CompilerErrorLines(log, 2),
             "cuda.cu(12): error: identifier \"foo\" is undefined\n  foo(a);\ncuda.cu(13): error: "
             "expected a \";\"");
-  EXPECT_EQ(
-      CompilerErrorLines("RuntimeError: Error building extension 'x'\nninja: build stopped\n"), "");
+  EXPECT_EQ(CompilerErrorLines("RuntimeError: Error building extension 'x'\nninja: build stopped\n"), "");
   EXPECT_EQ(CompilerErrorLines("nvcc fatal   : Unsupported gpu architecture 'compute_100'\n"),
             "nvcc fatal   : Unsupported gpu architecture 'compute_100'");
-  EXPECT_EQ(CompilerErrorLines(
-                "/usr/bin/ld: cannot find -lfoo\ncollect2: error: ld returned 1 exit status\n"),
+  EXPECT_EQ(CompilerErrorLines("/usr/bin/ld: cannot find -lfoo\ncollect2: error: ld returned 1 exit status\n"),
             "collect2: error: ld returned 1 exit status");
 }
 

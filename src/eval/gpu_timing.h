@@ -9,19 +9,18 @@
 // taken from the candidate's source by the supervisor, not from the candidate's process.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/evaluation.h"
 #include "core/status.h"
-#include "sandbox/channel.h"
 #include "gpu/coverage.h"
 #include "gpu/cupti_format.h"
 #include "gpu/kernel_timeline.h"
 #include "gpu/record_stream.h"
+#include "sandbox/channel.h"
 
 namespace kgym {
 
@@ -50,7 +49,7 @@ struct TimedSpans {
   std::vector<double> busy_ms;    // union of the operations' intervals
   std::vector<double> kernel_ms;  // sum of kernel durations
   int missing = 0;
-  int empty = 0;  // calls present with no device operation at all
+  int empty = 0;                       // calls present with no device operation at all
   std::set<std::string> kernel_names;  // raw names of every kernel the timed calls ran
 };
 // `first` offsets the call ids: the fresh-set calls of TimedCalls are ids n..n+fresh-1.
@@ -113,8 +112,8 @@ struct ReferenceDeviceTiming {
   double null_ms = 0;          // median bracket of the harness's null calls in its process (0: none were made)
   double null_burst_ms = 0;    // median bracket of its flush-only bursts (0: none were made)
   std::set<std::string> kernel_names;
-  double bytes_moved = 0;      // inputs read once + outputs written once, of one timing set
-  double bandwidth_gbps = 0;   // device copy bandwidth measured in the reference's process (0: unknown)
+  double bytes_moved = 0;     // inputs read once + outputs written once, of one timing set
+  double bandwidth_gbps = 0;  // device copy bandwidth measured in the reference's process (0: unknown)
 };
 
 struct CandidateTimingInputs {
@@ -130,26 +129,27 @@ struct CandidateTimingInputs {
   std::string code;
   std::string backend = "triton";
   bool detect_decoy = true;
-  bool grad_ran = false;          // the grad-enabled detection call ran (DETECT_GRAD)
-  std::string grad_error;         // why it failed, when it did
-  double coverage_floor = 0.0;    // time coverage below this is reported
-  double roofline_margin = 0.5;   // flagged below floor * (1 - margin)
+  bool grad_ran = false;         // the grad-enabled detection call ran (DETECT_GRAD)
+  std::string grad_error;        // why it failed, when it did
+  double coverage_floor = 0.0;   // time coverage below this is reported
+  double roofline_margin = 0.5;  // flagged below floor * (1 - margin)
   double crosscheck_threshold = 0.10;
 };
 
 struct CandidateTimingVerdict {
-  TimingStats stats;          // the reported series (timeline spans, or brackets less the harness overhead)
-  std::string source;         // "timeline" or "supervisor"
+  TimingStats stats;   // the reported series (timeline spans, or brackets less the harness overhead)
+  std::string source;  // "timeline" or "supervisor"
   bool hacked = false;
-  std::string detail;         // "hacked (...): ..." when hacked
+  std::string detail;  // "hacked (...): ..." when hacked
   bool decoy = false;
   nlohmann::json metadata = nlohmann::json::object();  // merged into the result's metadata
 };
 
 // Everything the evaluator decides from a correct candidate's timeline: the reported time, the cross-check of
-// span, events and brackets, the caching rule on device time (fresh-set calls against the rotation), coverage and KernelGYM's coverage keys, the decoy rule (Triton: its kernels must run
-// with grad off (the timed calls) and on (the detection call)), and the roofline floor (flagged only where the
-// reference itself respects it, so a task whose inputs need not all be read cannot trip it).
+// span, events and brackets, the caching rule on device time (fresh-set calls against the rotation), coverage and
+// KernelGYM's coverage keys, the decoy rule (Triton: its kernels must run with grad off (the timed calls) and on (the
+// detection call)), and the roofline floor (flagged only where the reference itself respects it, so a task whose inputs
+// need not all be read cannot trip it).
 CandidateTimingVerdict JudgeCandidateTiming(const CandidateTimingInputs& in);
 
 }  // namespace kgym

@@ -262,8 +262,7 @@ mod = load_inline(name="m", cpp_sources="", cuda_sources=cuda_src, functions=["l
 )PY";
   std::vector<std::string> found;
   gpu::CandidateKernelNames names = CandidateKernelsFromSource(code, {}, &found);
-  EXPECT_THAT(found,
-              UnorderedElementsAre("my_kernel", "bounded_kernel", "tk", "split_line_kernel"));
+  EXPECT_THAT(found, UnorderedElementsAre("my_kernel", "bounded_kernel", "tk", "split_line_kernel"));
   EXPECT_TRUE(names.Matches("_Z9my_kernelPf"));  // mangled as CUPTI reports it
   EXPECT_TRUE(names.Matches("_Z14bounded_kernelPKf"));
   EXPECT_TRUE(names.Matches("_Z2tkIfEvPT_"));  // tk<float>: untemplated name matches
@@ -297,15 +296,13 @@ __global__ void my_cuda_kernel(float* x) { }
   // The reference ran a torch.compile Triton kernel (exact name), a triton 2.x specialisation of
   // add_kernel, a global-namespace CUDA kernel whose qualified name is elementwise_kernel, and
   // at::native kernels.
-  const std::set<std::string> ref = {"triton_poi_fused_add_0", "add_kernel_0d1d2de",
-                                     "_Z18elementwise_kernelPfi", kTorchVectorized,
-                                     kTorchElementwise};
+  const std::set<std::string> ref = {"triton_poi_fused_add_0", "add_kernel_0d1d2de", "_Z18elementwise_kernelPfi",
+                                     kTorchVectorized, kTorchElementwise};
   std::vector<std::string> found;
   gpu::CandidateKernelNames names = CandidateKernelsFromSource(code, ref, &found);
   // vectorized_elementwise_kernel (Triton) is not at::native::vectorized_elementwise_kernel:
   // matching is exact.
-  EXPECT_THAT(found,
-              UnorderedElementsAre("vectorized_elementwise_kernel", "mine", "my_cuda_kernel"));
+  EXPECT_THAT(found, UnorderedElementsAre("vectorized_elementwise_kernel", "mine", "my_cuda_kernel"));
   EXPECT_FALSE(names.Matches("triton_poi_fused_add_0"));
   EXPECT_FALSE(names.Matches("_Z18elementwise_kernelPfi"));
   EXPECT_FALSE(names.Matches(kTorchVectorized));
@@ -315,8 +312,7 @@ __global__ void my_cuda_kernel(float* x) { }
   // Without the global-namespace kernel, a CUDA elementwise_kernel is the candidate's: the
   // at::native kernel of that name has the qualified name at::native::elementwise_kernel.
   found.clear();
-  names = CandidateKernelsFromSource("__global__ void elementwise_kernel(float* x) {}",
-                                     {kTorchElementwise}, &found);
+  names = CandidateKernelsFromSource("__global__ void elementwise_kernel(float* x) {}", {kTorchElementwise}, &found);
   EXPECT_THAT(found, ElementsAre("elementwise_kernel"));
   EXPECT_FALSE(names.Matches(kTorchElementwise));
 }
@@ -401,8 +397,7 @@ TEST(TimelineFromBytesTest, EmptyBytesCarryTheWorkersReason) {
 }
 
 TEST(TimelineFromBytesTest, GarbageIsMalformed) {
-  std::string garbage =
-      "this is not a kernel record stream, just some bytes of text padding it out";
+  std::string garbage = "this is not a kernel record stream, just some bytes of text padding it out";
   WorkerTimeline t = TimelineFromBytes(garbage, "");
   EXPECT_FALSE(t.ok);
   EXPECT_THAT(t.problem, HasSubstr("malformed"));
@@ -496,8 +491,7 @@ TEST(SpansOfTimedCallsTest, SpanCoversEveryStreamAndBusyIsTheUnion) {
     EXPECT_NEAR(s.busy_ms[i], 0.3 + 0.1 + i * 1e-3, 1e-9) << i;
     EXPECT_NEAR(s.kernel_ms[i], 0.1 + 0.25 + 0.1 + i * 1e-3, 1e-9) << i;
   }
-  EXPECT_THAT(s.kernel_names,
-              UnorderedElementsAre("a", "_Z9my_kernelPf", "c"));  // not the warm-up's
+  EXPECT_THAT(s.kernel_names, UnorderedElementsAre("a", "_Z9my_kernelPf", "c"));  // not the warm-up's
 }
 
 TEST(SpansOfTimedCallsTest, EmptyCallIsPresentAndALostCallIsMissing) {
@@ -524,8 +518,7 @@ TEST(SpansOfTimedCallsTest, EmptyCallIsPresentAndALostCallIsMissing) {
 using KernelList = std::vector<std::pair<std::string, uint64_t>>;
 
 // n timed calls (call i runs timed(i)) and, when `grad` is given, one DETECT_GRAD call.
-WorkerTimeline Timeline(int n, const std::function<KernelList(int)>& timed,
-                        const KernelList* grad = nullptr) {
+WorkerTimeline Timeline(int n, const std::function<KernelList(int)>& timed, const KernelList* grad = nullptr) {
   StreamBuilder b;
   b.Call(KGYM_PHASE_WARMUP, 0, 0, timed(0));
   for (int i = 0; i < n; ++i) b.Call(KGYM_PHASE_TIMING, i, (i + 1) * 100000 * kUs, timed(i));
@@ -533,8 +526,7 @@ WorkerTimeline Timeline(int n, const std::function<KernelList(int)>& timed,
   return b.Finish();
 }
 
-CandidateTimingInputs Inputs(const WorkerTimeline& t, std::vector<double> brackets, double ref_span,
-                             double ref_gap) {
+CandidateTimingInputs Inputs(const WorkerTimeline& t, std::vector<double> brackets, double ref_span, double ref_gap) {
   CandidateTimingInputs in;
   in.timeline = &t;
   in.bracket_ms = std::move(brackets);
@@ -587,16 +579,14 @@ TEST(JudgeCandidateTimingTest, HonestFusedTritonCandidate) {
   EXPECT_THAT(md["candidate_kernels"].get<std::vector<std::string>>(), ElementsAre("fused_kernel"));
   for (const char* key :
        {"num_custom_kernels", "num_total_kernels", "custom_kernel_cuda_time_in_profiling_us",
-        "total_kernel_run_time_in_profiling_us", "triton_kernel_coverage",
-        "custom_kernel_cuda_time_coverage"})
+        "total_kernel_run_time_in_profiling_us", "triton_kernel_coverage", "custom_kernel_cuda_time_coverage"})
     EXPECT_TRUE(md.contains(key)) << key;
   EXPECT_EQ(md["num_custom_kernels"], 1);
   EXPECT_EQ(md["num_total_kernels"], 1);
   EXPECT_NEAR(md["custom_kernel_cuda_time_in_profiling_us"].get<double>(), 1000.0,
               1e-6);  // 5 calls, 200 us avg
   EXPECT_NEAR(md["total_kernel_run_time_in_profiling_us"].get<double>(), 1000.0, 1e-6);
-  EXPECT_THAT(md["custom_kernel_cuda_time_coverage"].get<std::string>(),
-              HasSubstr("Coverage: 100.00%"));
+  EXPECT_THAT(md["custom_kernel_cuda_time_coverage"].get<std::string>(), HasSubstr("Coverage: 100.00%"));
   EXPECT_NEAR(md["coverage"]["ratio"].get<double>(), 1.0, 1e-9);
   EXPECT_FALSE(md.contains("coverage_below_floor"));
   EXPECT_EQ(md["detect_grad_custom_launches"], 1);
@@ -630,8 +620,7 @@ TEST(JudgeCandidateTimingTest, LazyCandidateIsReportedBelowTheCoverageFloor) {
 WorkerTimeline TimelineWithFresh(int n, const KernelList& rot, int fresh, const KernelList& miss) {
   StreamBuilder b;
   b.Call(KGYM_PHASE_WARMUP, 0, 0, rot);
-  for (int i = 0; i < n + fresh; ++i)
-    b.Call(KGYM_PHASE_TIMING, i, (i + 1) * 100000 * kUs, i < n ? rot : miss);
+  for (int i = 0; i < n + fresh; ++i) b.Call(KGYM_PHASE_TIMING, i, (i + 1) * 100000 * kUs, i < n ? rot : miss);
   return b.Finish();
 }
 
@@ -839,7 +828,8 @@ TEST(JudgeCandidateTimingTest, OwnNullCallsReplaceTheReferencesGap) {
   // The candidate's process is 0.25 ms slower per round trip than the reference's was: with its own null calls
   // its honest 2.7 ms span stands; with the reference's gap alone it would be raised.
   KernelList call = {{"fused_kernel", 2700 * kUs}};
-  WorkerTimeline t = Timeline(5, [&](int) { return call; }, &call);
+  WorkerTimeline t = Timeline(
+      5, [&](int) { return call; }, &call);
   CandidateTimingInputs in = Inputs(t, {3.5, 3.5, 3.5, 3.5, 3.5}, 2.7, 0.4);
   in.ref.null_ms = 0.3;  // the reference needed 0.1 ms of host time beyond its null calls
   in.code = kFusedCode;
@@ -854,7 +844,8 @@ TEST(JudgeCandidateTimingTest, OwnNullCallsReplaceTheReferencesGap) {
   // Null calls slowed far beyond the reference's buy no more than the cap (2 x 0.3 + 0.05 = 0.65).
   in.null_ms = {3.0, 3.0, 3.0};
   KernelList forged = {{"fused_kernel", 100 * kUs}};
-  WorkerTimeline f = Timeline(5, [&](int) { return forged; }, &forged);
+  WorkerTimeline f = Timeline(
+      5, [&](int) { return forged; }, &forged);
   in.timeline = &f;
   v = JudgeCandidateTiming(in);
   EXPECT_EQ(v.source, "supervisor");
@@ -905,8 +896,7 @@ TEST(JudgeCandidateTimingTest, NoReferenceTimelineReportsTheBrackets) {
   in.grad_ran = true;
   CandidateTimingVerdict v = JudgeCandidateTiming(in);
   EXPECT_EQ(v.source, "supervisor");
-  EXPECT_THAT(v.stats.samples_ms,
-              ElementsAre(0.3, 0.5, 0.4));  // the brackets themselves, no overhead taken off
+  EXPECT_THAT(v.stats.samples_ms, ElementsAre(0.3, 0.5, 0.4));  // the brackets themselves, no overhead taken off
   EXPECT_DOUBLE_EQ(v.stats.median, 0.4);
   EXPECT_TRUE(v.metadata.contains("timeline_problem"));
   EXPECT_FALSE(v.metadata.contains("timing_harness_overhead_ms"));

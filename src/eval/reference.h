@@ -23,21 +23,21 @@ inline uint64_t MixSeed(uint64_t x) {
 }
 
 struct ReferenceTrial {
-  std::string variant;  // "default" (the task's own get_inputs), "signed" (wider, signed floats) or "sparse" (8
-                        // nonzeros per tensor of falling magnitudes, zeros elsewhere)
+  std::string variant;   // "default" (the task's own get_inputs), "signed" (wider, signed floats) or "sparse" (8
+                         // nonzeros per tensor of falling magnitudes, zeros elsewhere)
   bool skipped = false;  // the reference was not finite on this variant: not used
   Values inputs, outputs;
 };
 
 struct ReferenceData {
-  std::string key;            // hex hash of (reference code, configuration, device model)
-  std::string error_kind;     // empty when the reference worked
-  std::string error_detail;   // a sentence about what is broken in the reference
-  std::string error_output;   // captured output of the reference worker when it failed
+  std::string key;           // hex hash of (reference code, configuration, device model)
+  std::string error_kind;    // empty when the reference worked
+  std::string error_detail;  // a sentence about what is broken in the reference
+  std::string error_output;  // captured output of the reference worker when it failed
   uint64_t init_seed = 0;
-  Values init;                // constructor arguments
+  Values init;  // constructor arguments
   std::vector<ReferenceTrial> trials;
-  std::vector<ReferenceTrial> pool;  // timing input sets (default variant)
+  std::vector<ReferenceTrial> pool;   // timing input sets (default variant)
   std::optional<TimingStats> timing;  // timeline spans where the reference's kernels were recorded, else brackets
   ReferenceDeviceTiming device;       // what candidates' timelines are judged against
   nlohmann::json notes = nlohmann::json::object();

@@ -1,3 +1,5 @@
+#include "sandbox/shm.h"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -13,7 +15,6 @@
 
 #include "eval/tensor.h"
 #include "sandbox/channel.h"
-#include "sandbox/shm.h"
 #include "sandbox/worker_session.h"
 
 namespace kgym {
@@ -107,9 +108,9 @@ TEST(Tensor, DecodeFromRegionsAndForwardWithoutCopy) {
   std::string bytes(reinterpret_cast<const char*>(xs.data()), xs.size() * 4);
   std::shared_ptr<const Region> reg;
   ASSERT_TRUE(Region::SealedCopy(std::string(64, '\0') + bytes, &reg).ok());
-  nlohmann::json h = {{"inputs", {{{"kind", "tensor"}, {"index", 0}}, {{"kind", "json"}, {"value", 3}}}},
-                      {"tensors", {{{"dtype", "float32"}, {"shape", {2, 3}}, {"offset", 64}, {"nbytes", 24},
-                                    {"region", 0}}}}};
+  nlohmann::json h = {
+      {"inputs", {{{"kind", "tensor"}, {"index", 0}}, {{"kind", "json"}, {"value", 3}}}},
+      {"tensors", {{{"dtype", "float32"}, {"shape", {2, 3}}, {"offset", 64}, {"nbytes", 24}, {"region", 0}}}}};
   Values v;
   ASSERT_TRUE(DecodeValues(h, "inputs", "", {reg}, &v).ok());
   ASSERT_EQ(v.size(), 2u);
@@ -156,8 +157,8 @@ TEST(Tensor, LargeComparisonMatchesPlainLoop) {
     r[i] = nd(rng);
     c[i] = r[i] + 0.001f * nd(rng);
   }
-  c[n - 3] = r[n - 3] + 1.0f;   // the worst mismatch
-  c[n / 2] = r[n / 2] + 0.5f;   // another mismatch
+  c[n - 3] = r[n - 3] + 1.0f;  // the worst mismatch
+  c[n / 2] = r[n / 2] + 0.5f;  // another mismatch
   c[100] = std::nanf("");
   Tolerance tol;
   Comparison cmp = CompareTensors(Floats(r), Floats(c), tol);

@@ -62,7 +62,8 @@ EvalResult SimulatedEvaluator::Evaluate(const EvalRequest& req, const ProgressFn
   };
   EvalResult r;
   r.task_id = req.task_id;
-  r.metadata = {{"simulated", true}, {"device", req.device == "cpu" ? "cpu" : "cuda:" + std::to_string(req.device_index)},
+  r.metadata = {{"simulated", true},
+                {"device", req.device == "cpu" ? "cpu" : "cuda:" + std::to_string(req.device_index)},
                 {"attempt", attempt}};
   std::string sleep_s = Directive(req.kernel_code, "sleep");
   double sleep = sleep_s.empty() ? options_.default_sleep_s : std::atof(sleep_s.c_str());

@@ -1,9 +1,9 @@
 #include "eval/tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
-#include <algorithm>
 
 #include "core/parallel_for.h"
 
@@ -16,17 +16,21 @@ struct DTypeInfo {
   size_t size;
 };
 constexpr DTypeInfo kDTypes[] = {
-    {DType::kFloat32, "float32", 4}, {DType::kFloat64, "float64", 8}, {DType::kFloat16, "float16", 2},
-    {DType::kBFloat16, "bfloat16", 2}, {DType::kInt64, "int64", 8}, {DType::kInt32, "int32", 4},
-    {DType::kInt16, "int16", 2}, {DType::kInt8, "int8", 1}, {DType::kUInt8, "uint8", 1}, {DType::kBool, "bool", 1},
+    {DType::kFloat32, "float32", 4},   {DType::kFloat64, "float64", 8}, {DType::kFloat16, "float16", 2},
+    {DType::kBFloat16, "bfloat16", 2}, {DType::kInt64, "int64", 8},     {DType::kInt32, "int32", 4},
+    {DType::kInt16, "int16", 2},       {DType::kInt8, "int8", 1},       {DType::kUInt8, "uint8", 1},
+    {DType::kBool, "bool", 1},
 };
 
 double HalfToDouble(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
   double v;
-  if (exp == 0) v = std::ldexp(static_cast<double>(man), -24);
-  else if (exp == 31) v = man ? NAN : INFINITY;
-  else v = std::ldexp(static_cast<double>(man | 0x400), static_cast<int>(exp) - 25);
+  if (exp == 0)
+    v = std::ldexp(static_cast<double>(man), -24);
+  else if (exp == 31)
+    v = man ? NAN : INFINITY;
+  else
+    v = std::ldexp(static_cast<double>(man | 0x400), static_cast<int>(exp) - 25);
   return sign ? -v : v;
 }
 
@@ -96,16 +100,26 @@ namespace {
 
 double LoadAs(DType dtype, const char* bytes, int64_t i) {
   switch (dtype) {
-    case DType::kFloat32: return Load<float>(bytes, i);
-    case DType::kFloat64: return Load<double>(bytes, i);
-    case DType::kFloat16: return HalfToDouble(Load<uint16_t>(bytes, i));
-    case DType::kBFloat16: return BFloatToDouble(Load<uint16_t>(bytes, i));
-    case DType::kInt64: return static_cast<double>(Load<int64_t>(bytes, i));
-    case DType::kInt32: return Load<int32_t>(bytes, i);
-    case DType::kInt16: return Load<int16_t>(bytes, i);
-    case DType::kInt8: return Load<int8_t>(bytes, i);
-    case DType::kUInt8: return Load<uint8_t>(bytes, i);
-    case DType::kBool: return Load<uint8_t>(bytes, i) ? 1.0 : 0.0;
+    case DType::kFloat32:
+      return Load<float>(bytes, i);
+    case DType::kFloat64:
+      return Load<double>(bytes, i);
+    case DType::kFloat16:
+      return HalfToDouble(Load<uint16_t>(bytes, i));
+    case DType::kBFloat16:
+      return BFloatToDouble(Load<uint16_t>(bytes, i));
+    case DType::kInt64:
+      return static_cast<double>(Load<int64_t>(bytes, i));
+    case DType::kInt32:
+      return Load<int32_t>(bytes, i);
+    case DType::kInt16:
+      return Load<int16_t>(bytes, i);
+    case DType::kInt8:
+      return Load<int8_t>(bytes, i);
+    case DType::kUInt8:
+      return Load<uint8_t>(bytes, i);
+    case DType::kBool:
+      return Load<uint8_t>(bytes, i) ? 1.0 : 0.0;
   }
   return 0;
 }
@@ -173,8 +187,7 @@ void EncodeValues(const Values& values, const std::string& key, nlohmann::json* 
       items.push_back({{"kind", "json"}, {"value", v.json}});
       continue;
     }
-    nlohmann::json d = {{"dtype", DTypeName(v.tensor.dtype)}, {"shape", v.tensor.shape},
-                        {"nbytes", v.tensor.nbytes}};
+    nlohmann::json d = {{"dtype", DTypeName(v.tensor.dtype)}, {"shape", v.tensor.shape}, {"nbytes", v.tensor.nbytes}};
     if (fds && v.tensor.region && v.tensor.region->fd() >= 0) {
       size_t k = 0;
       while (k < fds->size() && (*fds)[k] != v.tensor.region) ++k;
@@ -269,16 +282,20 @@ Comparison CompareTensors(const Tensor& ref, const Tensor& cand, const Tolerance
   const char* rb = ref.data();
   const char* cb = cand.data();
   if (ref.dtype == DType::kFloat32) {
-    CompareAll([rb, cb](int64_t i, double* r, double* x) {
-      *r = Load<float>(rb, i);
-      *x = Load<float>(cb, i);
-    }, c.numel, tol, &parts);
+    CompareAll(
+        [rb, cb](int64_t i, double* r, double* x) {
+          *r = Load<float>(rb, i);
+          *x = Load<float>(cb, i);
+        },
+        c.numel, tol, &parts);
   } else {
     DType dt = ref.dtype;
-    CompareAll([rb, cb, dt](int64_t i, double* r, double* x) {
-      *r = LoadAs(dt, rb, i);
-      *x = LoadAs(dt, cb, i);
-    }, c.numel, tol, &parts);
+    CompareAll(
+        [rb, cb, dt](int64_t i, double* r, double* x) {
+          *r = LoadAs(dt, rb, i);
+          *x = LoadAs(dt, cb, i);
+        },
+        c.numel, tol, &parts);
   }
   double sum_abs = 0, sum_sq_diff = 0, sum_sq_ref = 0, worst_d = -1, max_ref = 0;
   int64_t nonfinite = 0, first_nonfinite = -1, worst = -1, argmax = -1;
@@ -312,9 +329,9 @@ Comparison CompareTensors(const Tensor& ref, const Tensor& cand, const Tolerance
     c.ok = false;
     std::ostringstream o;
     o.precision(6);
-    o << "values mismatch at the outputs' scale: every reference value is below atol=" << tol.atol
-      << " (largest " << max_ref << "), so the error is judged relative to the outputs: relative L2 error "
-      << c.rel_l2 << " exceeds " << scale_bound << "; max abs diff " << c.max_abs_diff;
+    o << "values mismatch at the outputs' scale: every reference value is below atol=" << tol.atol << " (largest "
+      << max_ref << "), so the error is judged relative to the outputs: relative L2 error " << c.rel_l2 << " exceeds "
+      << scale_bound << "; max abs diff " << c.max_abs_diff;
     c.problem = o.str();
     return c;
   }
@@ -333,8 +350,7 @@ Comparison CompareTensors(const Tensor& ref, const Tensor& cand, const Tolerance
   return c;
 }
 
-Comparison CompareValues(const Values& ref, const Values& cand, const Tolerance& tol_fp32,
-                         const Tolerance& tol_half) {
+Comparison CompareValues(const Values& ref, const Values& cand, const Tolerance& tol_fp32, const Tolerance& tol_half) {
   Comparison total;
   if (ref.size() != cand.size()) {
     total.problem = "expected " + std::to_string(ref.size()) + " output(s), got " + std::to_string(cand.size());

@@ -20,8 +20,8 @@ std::string Percent2(double r) { return Fixed2(r * 100.0) + "%"; }
 }  // namespace
 
 std::string CoverageReport::TritonKernelCoverageString() const {
-  return "Run " + std::to_string(num_custom_kernels) + " custom kernels / Total " +
-         std::to_string(num_total_kernels) + " kernels, Coverage: " + Percent2(number_ratio());
+  return "Run " + std::to_string(num_custom_kernels) + " custom kernels / Total " + std::to_string(num_total_kernels) +
+         " kernels, Coverage: " + Percent2(number_ratio());
 }
 
 std::string CoverageReport::CudaTimeCoverageString() const {
@@ -105,9 +105,8 @@ CoverageReport ComputeCoverage(const std::vector<const TimelineOp*>& ops, const 
     if (agg.custom) ++r.num_custom_kernels;
     r.kernels.push_back(std::move(agg));
   }
-  std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const KernelAggregate& a, const KernelAggregate& b) {
-    return a.total_ns > b.total_ns;
-  });
+  std::stable_sort(r.kernels.begin(), r.kernels.end(),
+                   [](const KernelAggregate& a, const KernelAggregate& b) { return a.total_ns > b.total_ns; });
   return r;
 }
 

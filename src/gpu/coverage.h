@@ -9,10 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gpu/kernel_names.h"
 #include "gpu/kernel_timeline.h"
@@ -22,7 +21,7 @@ namespace kgym::gpu {
 struct CoverageOptions {
   bool include_memory_ops = true;  // memcpy/memset count as non-candidate GPU time
   size_t top_k = 10;
-  double coverage_floor = 0.0;     // time coverage below this is reported (below_floor); 0 disables
+  double coverage_floor = 0.0;  // time coverage below this is reported (below_floor); 0 disables
 };
 
 struct KernelAggregate {
@@ -40,7 +39,7 @@ struct CoverageReport {
   size_t num_total_kernels = 0;
   uint64_t custom_ns = 0;
   uint64_t total_ns = 0;
-  uint64_t busy_ns = 0;           // union of all intervals (for reference; ratios use sums)
+  uint64_t busy_ns = 0;  // union of all intervals (for reference; ratios use sums)
   double coverage_floor = 0.0;
   std::vector<KernelAggregate> kernels;  // every distinct name, by total time descending
   size_t top_k = 10;

@@ -24,11 +24,11 @@ std::vector<const TimelineOp*> Ptrs(const std::vector<TimelineOp>& ops) {
 TEST(CoverageTest, LazyCandidateHasNearZeroCoverage) {
   // One trivial Triton kernel, the heavy lifting in cuBLAS and aten: Dr.Kernel's "lazy optimization".
   std::vector<TimelineOp> ops{
-      Op("copy_kernel", 0, 2000),                                                  // 2 us, candidate
+      Op("copy_kernel", 0, 2000),                                                     // 2 us, candidate
       Op("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32", 3000, 903000),  // 900 us
-      Op("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
-         904000, 954000),                                                          // 50 us
-      Op("copy_kernel", 960000, 962000),                                           // 2 us, candidate again
+      Op("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", 904000,
+         954000),                         // 50 us
+      Op("copy_kernel", 960000, 962000),  // 2 us, candidate again
   };
   CandidateKernelNames names;
   names.AddTritonKernel("copy_kernel");
@@ -135,7 +135,7 @@ TEST(CoverageTest, DecoyRule) {
   EXPECT_TRUE(v.decoy);
   EXPECT_NE(v.reason.find("inference mode launched 0 candidate kernels of 1 GPU operations"), std::string::npos)
       << v.reason;
-  EXPECT_TRUE(JudgeUsage(used, unused).decoy);    // the grad-enabled path bypasses the kernel
+  EXPECT_TRUE(JudgeUsage(used, unused).decoy);      // the grad-enabled path bypasses the kernel
   EXPECT_TRUE(JudgeUsage(nothing, nothing).decoy);  // no GPU work at all is not "a profiler bug" here
 }
 

@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
     for (const TimelineOp* op : tl.OpsForTag(tag)) tagged.push_back(op);
   }
   CoverageReport cov = ComputeCoverage(tagged, names);
-  std::printf("%s\n", nlohmann::json{{"coverage", cov.ToJson()}, {"kernelgym", cov.KernelGymMetadata()}}.dump().c_str());
+  std::printf("%s\n",
+              nlohmann::json{{"coverage", cov.ToJson()}, {"kernelgym", cov.KernelGymMetadata()}}.dump().c_str());
   return 0;
 }

@@ -45,12 +45,12 @@ static inline uint32_t kgym_tag_phase(uint64_t tag) { return (uint32_t)(tag >> 3
 static inline uint32_t kgym_tag_call(uint64_t tag) { return (uint32_t)(tag & 0xffffffffu); }
 
 typedef struct {
-  char magic[8];        /* KGYM_STREAM_MAGIC */
-  uint32_t version;     /* KGYM_STREAM_VERSION */
-  uint32_t pid;         /* process that wrote the stream */
-  uint64_t host_ns;     /* CLOCK_MONOTONIC when the stream was opened */
-  uint64_t gpu_ns;      /* cuptiGetTimestamp() at the same moment (0 if it failed) */
-} KgymStreamHeader;     /* 32 bytes */
+  char magic[8];    /* KGYM_STREAM_MAGIC */
+  uint32_t version; /* KGYM_STREAM_VERSION */
+  uint32_t pid;     /* process that wrote the stream */
+  uint64_t host_ns; /* CLOCK_MONOTONIC when the stream was opened */
+  uint64_t gpu_ns;  /* cuptiGetTimestamp() at the same moment (0 if it failed) */
+} KgymStreamHeader; /* 32 bytes */
 
 enum KgymRecordType {
   KGYM_REC_KERNEL = 1,
@@ -64,9 +64,9 @@ enum KgymRecordType {
 };
 
 typedef struct {
-  uint16_t type;  /* KgymRecordType */
+  uint16_t type; /* KgymRecordType */
   uint16_t reserved;
-  uint32_t size;  /* payload bytes that follow, <= KGYM_MAX_RECORD_SIZE */
+  uint32_t size;    /* payload bytes that follow, <= KGYM_MAX_RECORD_SIZE */
 } KgymRecordHeader; /* 8 bytes */
 
 typedef struct {
@@ -84,7 +84,7 @@ typedef struct {
   uint8_t is_graph; /* launched as part of a CUDA graph */
   uint8_t pad0;
   uint32_t name_len; /* raw name bytes that follow the struct */
-} KgymKernelRecord; /* 72 bytes + name */
+} KgymKernelRecord;  /* 72 bytes + name */
 
 typedef struct {
   uint64_t start_ns;
@@ -117,7 +117,7 @@ typedef struct {
 typedef struct {
   uint64_t external_id; /* the tag */
   uint32_t correlation_id;
-  uint32_t external_kind; /* CUpti_ExternalCorrelationKind; the library uses CUSTOM0 */
+  uint32_t external_kind;        /* CUpti_ExternalCorrelationKind; the library uses CUSTOM0 */
 } KgymExternalCorrelationRecord; /* 16 bytes */
 
 enum KgymMarkerKind { KGYM_MARKER_BEGIN = 1, KGYM_MARKER_END = 2 };
@@ -136,7 +136,7 @@ typedef struct {
 } KgymErrorRecord;      /* 8 bytes + message */
 
 typedef struct {
-  uint64_t count;      /* records lost since the previous DROPPED record */
+  uint64_t count; /* records lost since the previous DROPPED record */
   uint32_t context_id;
   uint32_t stream_id;
 } KgymDroppedRecord; /* 16 bytes */

@@ -59,8 +59,8 @@ TEST(CuptiLoadTest, InitSucceedsOrRecordsWhyNotAndTheStreamParses) {
 // Each case needs a library instance that has not been initialised yet (init is once per process), so each
 // loads its own copy of the file: dlopen of a different path gives separate globals under RTLD_LOCAL.
 int InitFreshCopy(const std::string& spec, int copy) {
-  std::string copy_path = ::testing::TempDir() + "/kgym_cupti_copy_" + std::to_string(getpid()) + "_" +
-                          std::to_string(copy) + ".so";
+  std::string copy_path =
+      ::testing::TempDir() + "/kgym_cupti_copy_" + std::to_string(getpid()) + "_" + std::to_string(copy) + ".so";
   std::ifstream src(KGYM_CUPTI_LIBRARY_PATH, std::ios::binary);
   std::ofstream dst(copy_path, std::ios::binary);
   dst << src.rdbuf();

@@ -29,8 +29,8 @@ extern "C" int kgym_selftest_check(const char* path, const double* event_us, con
     std::printf("parse failed: %s\n", s.ToString().c_str());
     return 1;
   }
-  std::printf("stream %s: %zu kernels, %zu memory ops, %zu correlations, %zu markers, %zu errors, %llu dropped\n",
-              path, rs.kernels.size(), rs.memory_ops.size(), rs.tag_of_correlation.size(), rs.markers.size(),
+  std::printf("stream %s: %zu kernels, %zu memory ops, %zu correlations, %zu markers, %zu errors, %llu dropped\n", path,
+              rs.kernels.size(), rs.memory_ops.size(), rs.tag_of_correlation.size(), rs.markers.size(),
               rs.errors.size(), static_cast<unsigned long long>(rs.dropped_records));
   for (const StreamError& e : rs.errors) std::printf("  error %d: %s\n", e.cupti_result, e.message.c_str());
   Expect(rs.errors.empty(), "no CUPTI errors recorded");
@@ -39,15 +39,14 @@ extern "C" int kgym_selftest_check(const char* path, const double* event_us, con
 
   KernelTimeline tl = KernelTimeline::FromRecords(rs);
   std::vector<CallSpan> timing = tl.CallsInPhase(KGYM_PHASE_TIMING);
-  std::printf("\n%-6s %8s %8s %10s %10s %10s %10s %10s\n", "call", "kernels", "streams", "span_us", "busy_us",
-              "sum_us", "event_us", "host_us");
+  std::printf("\n%-6s %8s %8s %10s %10s %10s %10s %10s\n", "call", "kernels", "streams", "span_us", "busy_us", "sum_us",
+              "event_us", "host_us");
   std::vector<double> spans, events, hosts;
   for (const CallSpan& c : timing) {
     uint32_t i = kgym_tag_call(c.tag);
     bool side = static_cast<int>(i) < num_side_stream_calls;
-    std::printf("%-6u %8zu %8zu %10.1f %10.1f %10.1f %10.1f %10.1f\n", i, c.num_kernels, c.num_streams,
-                c.span_ns / 1e3, c.busy_ns / 1e3, c.op_sum_ns / 1e3, side ? event_us[i] : 0.0,
-                side ? host_us[i] : 0.0);
+    std::printf("%-6u %8zu %8zu %10.1f %10.1f %10.1f %10.1f %10.1f\n", i, c.num_kernels, c.num_streams, c.span_ns / 1e3,
+                c.busy_ns / 1e3, c.op_sum_ns / 1e3, side ? event_us[i] : 0.0, side ? host_us[i] : 0.0);
     if (side) {
       spans.push_back(c.span_ns / 1e3);
       events.push_back(event_us[i]);
@@ -59,7 +58,8 @@ extern "C" int kgym_selftest_check(const char* path, const double* event_us, con
     uint32_t i = kgym_tag_call(c.tag);
     if (static_cast<int>(i) < num_side_stream_calls) {
       Expect(c.num_kernels == 2 && c.num_streams == 2, "call " + std::to_string(i) + ": 2 kernels on 2 streams");
-      Expect(c.span_ns / 1e3 > event_us[i], "call " + std::to_string(i) + ": span covers the side stream (span > events)");
+      Expect(c.span_ns / 1e3 > event_us[i],
+             "call " + std::to_string(i) + ": span covers the side stream (span > events)");
       Expect(c.span_ns / 1e3 <= host_us[i] * 1.01, "call " + std::to_string(i) + ": span within host time");
     } else if (i == static_cast<uint32_t>(num_side_stream_calls)) {
       Expect(c.empty(), "empty call has no operations");

@@ -28,8 +28,8 @@ TEST(KernelNamesTest, QualifiedNameDropsReturnTypeAndParameters) {
 TEST(KernelNamesTest, LegacyTritonSuffix) {
   EXPECT_EQ(StripLegacyTritonSuffix("add_kernel_0d1d2d3de"), "add_kernel");
   EXPECT_EQ(StripLegacyTritonSuffix("_fwd_kernel_0d1d2d3c4d5c"), "_fwd_kernel");
-  EXPECT_EQ(StripLegacyTritonSuffix("add_kernel"), "");         // the suffix is not "kernel"
-  EXPECT_EQ(StripLegacyTritonSuffix("matmul_kernel_v2"), "");   // "v2" is not a signature suffix
+  EXPECT_EQ(StripLegacyTritonSuffix("add_kernel"), "");        // the suffix is not "kernel"
+  EXPECT_EQ(StripLegacyTritonSuffix("matmul_kernel_v2"), "");  // "v2" is not a signature suffix
   EXPECT_EQ(StripLegacyTritonSuffix("fused_0"), "fused");
 }
 
@@ -41,7 +41,9 @@ TEST(KernelNamesTest, TritonNamesMatchExactlyNotBySubstring) {
   EXPECT_TRUE(names.Matches("add_0d1d2de"));  // triton 2.x specialisation of the same function
   EXPECT_TRUE(names.Matches("fused_softmax_kernel"));
   // KernelGYM's substring rule would count all of these as custom.
-  EXPECT_FALSE(names.Matches("_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_15gpu_kernel_implINS0_13BinaryFunctorIfffNS0_15binary_internal10MulFunctorIfEEEEEEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_"));
+  EXPECT_FALSE(
+      names.Matches("_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_15gpu_kernel_implINS0_13BinaryFunctorIfffNS0_"
+                    "15binary_internal10MulFunctorIfEEEEEEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_"));
   EXPECT_FALSE(names.Matches("void at::native::add_kernel(float*)"));
   EXPECT_FALSE(names.Matches("addmm"));
   EXPECT_FALSE(names.Matches("fused_softmax_kernel_v2"));

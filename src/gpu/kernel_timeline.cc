@@ -45,17 +45,28 @@ uint64_t UnionLengthNs(std::vector<std::pair<uint64_t, uint64_t>> intervals) {
 std::string MemoryOpName(const MemoryOp& m) {
   if (m.kind == MemoryOpKind::kMemset) return "Memset";
   switch (m.copy_kind) {
-    case 1: return "Memcpy HtoD";
-    case 2: return "Memcpy DtoH";
-    case 3: return "Memcpy HtoA";
-    case 4: return "Memcpy AtoH";
-    case 5: return "Memcpy AtoA";
-    case 6: return "Memcpy AtoD";
-    case 7: return "Memcpy DtoA";
-    case 8: return "Memcpy DtoD";
-    case 9: return "Memcpy HtoH";
-    case 10: return "Memcpy PtoP";
-    default: return "Memcpy";
+    case 1:
+      return "Memcpy HtoD";
+    case 2:
+      return "Memcpy DtoH";
+    case 3:
+      return "Memcpy HtoA";
+    case 4:
+      return "Memcpy AtoH";
+    case 5:
+      return "Memcpy AtoA";
+    case 6:
+      return "Memcpy AtoD";
+    case 7:
+      return "Memcpy DtoA";
+    case 8:
+      return "Memcpy DtoD";
+    case 9:
+      return "Memcpy HtoH";
+    case 10:
+      return "Memcpy PtoP";
+    default:
+      return "Memcpy";
   }
 }
 

@@ -11,11 +11,10 @@
 
 #include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gpu/record_stream.h"
 
@@ -44,8 +43,8 @@ struct CallSpan {
   uint64_t tag = 0;
   size_t num_kernels = 0;
   size_t num_memory_ops = 0;
-  size_t num_streams = 0;      // distinct (device, stream) pairs
-  uint64_t first_start_ns = 0; // 0 when the call has no operations
+  size_t num_streams = 0;       // distinct (device, stream) pairs
+  uint64_t first_start_ns = 0;  // 0 when the call has no operations
   uint64_t last_end_ns = 0;
   uint64_t span_ns = 0;        // last_end - first_start
   uint64_t busy_ns = 0;        // union of intervals

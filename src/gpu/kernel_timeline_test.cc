@@ -11,8 +11,14 @@ namespace {
 // launched inside begin/end, an external-correlation record joining it to the tag.
 class StreamBuilder {
  public:
-  void Begin(uint64_t tag) { w_.AddMarker({true, tag, 0, 0, 1}); current_ = tag; }
-  void End() { w_.AddMarker({false, current_, 0, 0, 1}); current_ = 0; }
+  void Begin(uint64_t tag) {
+    w_.AddMarker({true, tag, 0, 0, 1});
+    current_ = tag;
+  }
+  void End() {
+    w_.AddMarker({false, current_, 0, 0, 1});
+    current_ = 0;
+  }
   void Kernel(const std::string& name, uint64_t start, uint64_t end, uint32_t stream, uint32_t device = 0) {
     KernelExec k;
     k.name = name;
@@ -54,9 +60,9 @@ uint64_t T(uint32_t call) { return kgym_make_tag(KGYM_PHASE_TIMING, call); }
 TEST(KernelTimelineTest, UnionOfIntervals) {
   EXPECT_EQ(UnionLengthNs({}), 0u);
   EXPECT_EQ(UnionLengthNs({{0, 10}, {5, 15}, {20, 30}}), 25u);
-  EXPECT_EQ(UnionLengthNs({{20, 30}, {0, 100}}), 100u);          // containment, any order
-  EXPECT_EQ(UnionLengthNs({{0, 10}, {10, 20}}), 20u);            // touching
-  EXPECT_EQ(UnionLengthNs({{5, 5}, {9, 3}, {0, 1}}), 1u);        // empty and inverted add nothing
+  EXPECT_EQ(UnionLengthNs({{20, 30}, {0, 100}}), 100u);    // containment, any order
+  EXPECT_EQ(UnionLengthNs({{0, 10}, {10, 20}}), 20u);      // touching
+  EXPECT_EQ(UnionLengthNs({{5, 5}, {9, 3}, {0, 1}}), 1u);  // empty and inverted add nothing
 }
 
 TEST(KernelTimelineTest, SideStreamWorkIsInsideTheCallSpan) {
@@ -80,8 +86,8 @@ TEST(KernelTimelineTest, OverlappingStreamsAreNotDoubleCounted) {
   StreamBuilder b;
   b.Begin(T(0));
   b.Kernel("a", 0, 400, 1);
-  b.Kernel("b", 100, 300, 2);   // fully overlapped by a
-  b.Kernel("c", 600, 700, 1);   // a gap of 200 ns
+  b.Kernel("b", 100, 300, 2);  // fully overlapped by a
+  b.Kernel("c", 600, 700, 1);  // a gap of 200 ns
   b.End();
   KernelTimeline tl = b.Build();
   CallSpan c = tl.Call(T(0));
@@ -115,7 +121,7 @@ TEST(KernelTimelineTest, GroupsByTagAcrossInterleavedRecordsAndKeepsEmptyCalls) 
   EXPECT_EQ(kgym_tag_call(calls[2].tag), 2u);
   EXPECT_EQ(calls[0].num_kernels, 1u);
   EXPECT_EQ(calls[0].num_memory_ops, 1u);
-  EXPECT_EQ(calls[0].span_ns, 260u);   // memcpy end - kernel start
+  EXPECT_EQ(calls[0].span_ns, 260u);  // memcpy end - kernel start
   EXPECT_TRUE(calls[1].empty());
   EXPECT_EQ(calls[1].span_ns, 0u);
   EXPECT_EQ(calls[2].kernel_sum_ns, 102u);

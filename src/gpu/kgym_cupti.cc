@@ -29,7 +29,7 @@ static_assert(kTagKind == KGYM_EXTERNAL_KIND_CUSTOM0, "cupti_format.h names the 
 pthread_mutex_t g_write_mu = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t g_init_mu = PTHREAD_MUTEX_INITIALIZER;
 int g_fd = -1;
-bool g_fd_owned = false;  // opened from a path here (an inherited fd:N belongs to the caller)
+bool g_fd_owned = false;       // opened from a path here (an inherited fd:N belongs to the caller)
 bool g_output_broken = false;  // a write failed: stop writing rather than spin
 std::atomic<bool> g_active{false};
 int g_init_result = 1;  // 1: not attempted yet
@@ -176,8 +176,7 @@ void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_num_re
   *max_num_records = 0;
 }
 
-void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t /*size*/,
-                              size_t valid_size) {
+void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t /*size*/, size_t valid_size) {
   CUpti_Activity* rec = nullptr;
   while (valid_size > 0) {
     CUptiResult r = cuptiActivityGetNextRecord(buffer, valid_size, &rec);
@@ -256,8 +255,7 @@ int InitLocked(const char* spec) {
 
   if (!Check(cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted), "cuptiActivityRegisterCallbacks"))
     return -3;
-  if (!Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
-             "cuptiActivityEnable(CONCURRENT_KERNEL)"))
+  if (!Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)"))
     return -3;
   // Attribution and memory operations are useful but not essential: a failure is recorded, not fatal.
   Check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION), "cuptiActivityEnable(EXTERNAL_CORRELATION)");
@@ -314,8 +312,7 @@ int kgym_cupti_begin(uint64_t tag) {
 int kgym_cupti_end(void) {
   if (!g_active.load()) return -1;
   uint64_t tag = 0;
-  if (!Check(cuptiActivityPopExternalCorrelationId(kTagKind, &tag), "cuptiActivityPopExternalCorrelationId"))
-    return -3;
+  if (!Check(cuptiActivityPopExternalCorrelationId(kTagKind, &tag), "cuptiActivityPopExternalCorrelationId")) return -3;
   WriteMarker(tag, KGYM_MARKER_END);
   return 0;
 }
@@ -339,8 +336,7 @@ int kgym_cupti_shutdown(void) {
   if (!g_active.exchange(false)) return 0;
   Check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll(shutdown)");
   Check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
-  Check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION),
-        "cuptiActivityDisable(EXTERNAL_CORRELATION)");
+  Check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION), "cuptiActivityDisable(EXTERNAL_CORRELATION)");
   Check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME), "cuptiActivityDisable(RUNTIME)");
   Check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER), "cuptiActivityDisable(DRIVER)");
   Check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityDisable(MEMCPY)");

@@ -69,14 +69,14 @@ struct RecordStream {
   uint64_t open_host_ns = 0;
   uint64_t open_gpu_ns = 0;
 
-  std::vector<KernelExec> kernels;        // in stream order (CUPTI buffer order, not time order)
+  std::vector<KernelExec> kernels;  // in stream order (CUPTI buffer order, not time order)
   std::vector<MemoryOp> memory_ops;
   std::unordered_map<uint32_t, uint64_t> tag_of_correlation;  // CUSTOM0 external ids only
   std::vector<Marker> markers;
-  std::vector<StreamError> errors;        // CUPTI failures reported by the library
-  uint64_t dropped_records = 0;           // sum over DROPPED records
-  uint64_t last_flush_sequence = 0;       // 0 when no FLUSH record was seen
-  size_t bytes_consumed = 0;              // end of the last complete record
+  std::vector<StreamError> errors;   // CUPTI failures reported by the library
+  uint64_t dropped_records = 0;      // sum over DROPPED records
+  uint64_t last_flush_sequence = 0;  // 0 when no FLUSH record was seen
+  size_t bytes_consumed = 0;         // end of the last complete record
 };
 
 struct ParseOptions {

@@ -63,8 +63,8 @@ RooflineCheck CheckAgainstRoofline(double measured_ns, const RooflineFloor& floo
   }
   char buf[640];
   std::snprintf(buf, sizeof(buf), "measured %s is %s the physical floor %s less %.0f%% margin (%s): %s.",
-                Duration(measured_ns).c_str(), c.below_floor ? "below" : "not below",
-                Duration(floor.floor_ns).c_str(), c.margin * 100, Duration(c.limit_ns).c_str(), bound);
+                Duration(measured_ns).c_str(), c.below_floor ? "below" : "not below", Duration(floor.floor_ns).c_str(),
+                c.margin * 100, Duration(c.limit_ns).c_str(), bound);
   c.explanation = buf;
   return c;
 }

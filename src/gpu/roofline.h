@@ -5,19 +5,18 @@
 // Pure functions; thread-safe.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/status.h"
 
 namespace kgym::gpu {
 
 struct RooflineInputs {
-  double bytes_moved = 0;             // bytes that must cross DRAM at least once
-  double bandwidth_bytes_per_s = 0;   // measured on this device (e.g. a large copy), not the datasheet
-  double flops = 0;                   // optional: 0 means no compute bound
-  double peak_flops_per_s = 0;        // required when flops > 0
+  double bytes_moved = 0;            // bytes that must cross DRAM at least once
+  double bandwidth_bytes_per_s = 0;  // measured on this device (e.g. a large copy), not the datasheet
+  double flops = 0;                  // optional: 0 means no compute bound
+  double peak_flops_per_s = 0;       // required when flops > 0
 };
 
 struct RooflineFloor {

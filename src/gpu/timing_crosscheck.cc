@@ -7,8 +7,8 @@
 namespace kgym::gpu {
 
 nlohmann::json SampleStats::ToJson() const {
-  return nlohmann::json{{"n", n},       {"median", median}, {"mean", mean}, {"std", stddev},
-                        {"cv", cv},     {"min", min},       {"max", max}};
+  return nlohmann::json{{"n", n},   {"median", median}, {"mean", mean}, {"std", stddev},
+                        {"cv", cv}, {"min", min},       {"max", max}};
 }
 
 SampleStats Summarize(std::vector<double> samples) {
@@ -93,7 +93,7 @@ nlohmann::json TimingCrossCheck::ToJson() const {
                           {"flagged", a.flagged}};
   };
   return nlohmann::json{{"span_median_us", span_median_us}, {"events", one(events)}, {"host", one(host)},
-                        {"threshold", threshold},           {"flagged", flagged},   {"explanation", explanation}};
+                        {"threshold", threshold},           {"flagged", flagged},    {"explanation", explanation}};
 }
 
 }  // namespace kgym::gpu

@@ -8,10 +8,9 @@
 // exceeds the threshold. Pure functions; thread-safe.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace kgym::gpu {
 
@@ -25,9 +24,9 @@ struct SampleStats {
 SampleStats Summarize(std::vector<double> samples);
 
 struct MeasureAgreement {
-  bool present = false;       // samples were given
+  bool present = false;  // samples were given
   double median_us = 0;
-  double rel_diff = 0;        // (median_other - median_span) / median_span
+  double rel_diff = 0;               // (median_other - median_span) / median_span
   double max_abs_call_rel_diff = 0;  // over calls present in both
   size_t calls_beyond_threshold = 0;
   bool flagged = false;
@@ -38,8 +37,8 @@ struct TimingCrossCheck {
   MeasureAgreement events;
   MeasureAgreement host;
   double threshold = 0;
-  bool flagged = false;       // events or host flagged
-  std::string explanation;    // one sentence per flagged measure, with the numbers; empty if none
+  bool flagged = false;     // events or host flagged
+  std::string explanation;  // one sentence per flagged measure, with the numbers; empty if none
   nlohmann::json ToJson() const;
 };
 

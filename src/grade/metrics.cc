@@ -132,7 +132,9 @@ nlohmann::json Section(const std::vector<const SampleView*>& samples, const Grad
       best_sum += best;
       for (size_t i = 0; i < P.size(); ++i) fast[i] += ok && best >= P[i];
     }
-    nlohmann::json row = {{"turn", T}, {"n", n}, {"correctness_rate", Rate(any_correct, n)},
+    nlohmann::json row = {{"turn", T},
+                          {"n", n},
+                          {"correctness_rate", Rate(any_correct, n)},
                           {"mean_best_performance_in_all", Rate(best_sum, n)}};
     for (size_t i = 0; i < P.size(); ++i) row["fast_in_all"][ThresholdLabel(P[i])] = Rate(fast[i], n);
     best_rows.push_back(row);
@@ -223,8 +225,8 @@ nlohmann::json Grade(const std::vector<nlohmann::json>& trajectories, const Grad
   out["overall"] = Section(all, opt);
   out["levels"] = nlohmann::json::object();
   for (const auto& [level, vs] : by_level) out["levels"][level] = Section(vs, opt);
-  out["options"] = {{"solve_threshold", opt.solve_threshold}, {"fast_thresholds", FastThresholds()},
-                    {"comparison", ">="}};
+  out["options"] = {
+      {"solve_threshold", opt.solve_threshold}, {"fast_thresholds", FastThresholds()}, {"comparison", ">="}};
   return out;
 }
 

@@ -15,20 +15,28 @@ json Turn(int n, bool compiled, bool correct, double speedup, bool decoy = false
   return {{"turn", n},
           {"abnormal", false},
           {"reward", c ? 0.5 + 0.5 * std::min(speedup, 3.0) : 0.0},
-          {"result", {{"compiled", compiled}, {"correctness", correct}, {"decoy_kernel", decoy},
-                      {"speedup", correct ? speedup : 0.0}}}};
+          {"result",
+           {{"compiled", compiled},
+            {"correctness", correct},
+            {"decoy_kernel", decoy},
+            {"speedup", correct ? speedup : 0.0}}}};
 }
 json Abnormal(int n) { return {{"turn", n}, {"abnormal", true}, {"error", "llm timeout"}}; }
 json Traj(const std::string& task, const std::string& level, int sample, json turns) {
-  return {{"key", task + "#" + std::to_string(sample)}, {"task_id", task}, {"level", level},
-          {"sample", sample}, {"status", "done"}, {"turns", turns}};
+  return {{"key", task + "#" + std::to_string(sample)},
+          {"task_id", task},
+          {"level", level},
+          {"sample", sample},
+          {"status", "done"},
+          {"turns", turns}};
 }
 
 std::vector<json> Constructed() {
   return {
       Traj("t1", "1", 0, {Turn(1, true, false, 0), Turn(2, true, true, 1.3), Turn(3, true, true, 1.0)}),
       Traj("t1", "1", 1, {Turn(1, true, true, 2.5), Abnormal(2)}),
-      Traj("t2", "2", 0, {Turn(1, true, true, 1.5, /*decoy=*/true), Turn(2, false, false, 0), Turn(3, true, true, 1.2)}),
+      Traj("t2", "2", 0,
+           {Turn(1, true, true, 1.5, /*decoy=*/true), Turn(2, false, false, 0), Turn(3, true, true, 1.2)}),
       Traj("t2", "2", 1, {Turn(1, true, true, 0.9), Turn(2, true, true, 3.0), Turn(3, true, true, 0.9)}),
   };
 }
@@ -56,7 +64,7 @@ TEST(GradeTest, PerTurnRatesExcludeAbnormalTurnsAndCountHackingAsIncorrect) {
   EXPECT_DOUBLE_EQ(t2["fast_in_all"]["1.5"], 1.0 / 3);
   EXPECT_DOUBLE_EQ(t2["fast_in_all"]["3"], 1.0 / 3);  // speedup 3.0 counts for p = 3: ">="
   const json& t3 = s["turns"][2];
-  EXPECT_DOUBLE_EQ(t3["fast_in_all"]["1"], 2.0 / 3);  // 1.0 >= 1 counts, 0.9 does not
+  EXPECT_DOUBLE_EQ(t3["fast_in_all"]["1"], 2.0 / 3);    // 1.0 >= 1 counts, 0.9 does not
   EXPECT_DOUBLE_EQ(t3["fast_in_all"]["1.2"], 1.0 / 3);  // 1.2 >= 1.2
   EXPECT_DOUBLE_EQ(t3["fast_in_all"]["1.5"], 0.0);
 }
@@ -82,7 +90,7 @@ TEST(GradeTest, FinalPassAtKHackingAndLevels) {
   EXPECT_DOUBLE_EQ(s["final"]["fast_in_all"]["1"], 0.75);
   EXPECT_DOUBLE_EQ(s["pass_at_k"]["1"], 0.75);  // (1 + 0.5) / 2
   EXPECT_DOUBLE_EQ(s["pass_at_k"]["2"], 1.0);
-  EXPECT_FALSE(s["pass_at_k"].contains("4"));   // fewer than 4 samples per task
+  EXPECT_FALSE(s["pass_at_k"].contains("4"));  // fewer than 4 samples per task
   EXPECT_DOUBLE_EQ(s["hacking_ratio_turns"], 0.1);
   EXPECT_DOUBLE_EQ(s["hacking_ratio_samples"], 0.25);
   ASSERT_TRUE(g["levels"].contains("1"));
@@ -110,9 +118,13 @@ TEST(GradeTest, EmptyAndAllAbnormal) {
 }
 
 TEST(GradeTest, AHackedVerdictOfAnyFamilyCountsAsHacking) {
-  json hacked = {{"turn", 1}, {"reward", 0.0},
-                 {"result", {{"compiled", true}, {"correctness", false}, {"outcome", "hacked"},
-                             {"outcome_detail", "hacked (caching): fresh sets slow"}}}};
+  json hacked = {{"turn", 1},
+                 {"reward", 0.0},
+                 {"result",
+                  {{"compiled", true},
+                   {"correctness", false},
+                   {"outcome", "hacked"},
+                   {"outcome_detail", "hacked (caching): fresh sets slow"}}}};
   json s = Grade({Traj("t", "1", 0, {hacked}), Traj("t", "1", 1, {Turn(1, true, true, 1.0)})})["overall"];
   EXPECT_DOUBLE_EQ(s["turns"][0]["hacking_rate"], 0.5);
   EXPECT_DOUBLE_EQ(s["hacking_ratio_samples"], 0.5);

@@ -20,8 +20,8 @@ inline bool Valid(const TurnRows& rows, const uint8_t* loss_mask, size_t i) {
 //   n <= 1 (baseline 0): scale = 1, offset = 0,
 // the same arithmetic as value·k - (sum/n)·k and value - sum/n (x·1 and x - 0 are exact), done once per slot.
 template <typename SlotFn>
-void GroupBaseline(const TurnRows& rows, const uint8_t* loss_mask, const double* value, size_t num_slots,
-                   SlotFn slot, bool leave_one_out, double* adv) {
+void GroupBaseline(const TurnRows& rows, const uint8_t* loss_mask, const double* value, size_t num_slots, SlotFn slot,
+                   bool leave_one_out, double* adv) {
   struct Totals {
     double sum = 0.0;
     int64_t count = 0;
@@ -176,10 +176,13 @@ struct NamedEstimator {
   Estimator e;
 };
 constexpr NamedEstimator kEstimators[] = {
-    {"trloo", Estimator::kTrloo},           {"grpo", Estimator::kGrpo},
+    {"trloo", Estimator::kTrloo},
+    {"grpo", Estimator::kGrpo},
     {"turn_independent_grpo", Estimator::kTurnIndependentGrpo},
-    {"rloo", Estimator::kRloo},             {"erloo", Estimator::kErloo},
-    {"erloo_norm", Estimator::kErlooNorm},  {"reinforce", Estimator::kReinforce},
+    {"rloo", Estimator::kRloo},
+    {"erloo", Estimator::kErloo},
+    {"erloo_norm", Estimator::kErlooNorm},
+    {"reinforce", Estimator::kReinforce},
 };
 
 }  // namespace

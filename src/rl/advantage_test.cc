@@ -32,10 +32,10 @@ Out Estimate(const Batch& b, Estimator e, double gamma = 1.0) {
 // Two prompts. Prompt 0: three rollouts of uneven length (3, 2, 1 turns, padding first); prompt 1: one rollout.
 Batch Uneven() {
   Batch b;
-  b.Add(0, 0, 1, 1.0).Add(0, 0, 2, 0.0).Add(0, 0, 3, 2.0);        // G = 3, 2, 2
-  b.Add(0, 1, -1, 0, 0).Add(0, 1, 1, 0.5).Add(0, 1, 2, 1.5);      // G = -, 2, 1.5
-  b.Add(0, 2, -1, 0, 0).Add(0, 2, -1, 0, 0).Add(0, 2, 1, 0.0);    // G = -, -, 0
-  b.Add(1, 3, 1, 0.7).Add(1, 3, 2, 0.2);                          // G = 0.9, 0.2
+  b.Add(0, 0, 1, 1.0).Add(0, 0, 2, 0.0).Add(0, 0, 3, 2.0);      // G = 3, 2, 2
+  b.Add(0, 1, -1, 0, 0).Add(0, 1, 1, 0.5).Add(0, 1, 2, 1.5);    // G = -, 2, 1.5
+  b.Add(0, 2, -1, 0, 0).Add(0, 2, -1, 0, 0).Add(0, 2, 1, 0.0);  // G = -, -, 0
+  b.Add(1, 3, 1, 0.7).Add(1, 3, 2, 0.2);                        // G = 0.9, 0.2
   return b;
 }
 
@@ -123,8 +123,8 @@ TEST(Erloo, PooledLeaveOneOut) {
 
 TEST(ErlooNorm, SmallAndLargeGroups) {
   Batch b;
-  b.Add(0, 0, 1, 2.0);                       // group of one
-  b.Add(1, 1, 1, 1.0).Add(1, 2, 1, 4.0);     // group of two
+  b.Add(0, 0, 1, 2.0);                    // group of one
+  b.Add(1, 1, 1, 1.0).Add(1, 2, 1, 4.0);  // group of two
   b.Add(2, 3, 1, 1.0).Add(2, 4, 1, 2.0).Add(2, 5, 1, 4.0).Add(2, 6, 1, 7.0);
   Out o = Estimate(b, Estimator::kErlooNorm);
   EXPECT_NEAR(o.a[0], 2.0, 1e-7);

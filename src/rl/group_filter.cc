@@ -5,8 +5,7 @@
 namespace kgym::rl {
 
 Status ZeroVarianceGroupFilter(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask,
-                               const GroupFilterOptions& opt, std::vector<uint8_t>* group_keep,
-                               uint8_t* row_keep) {
+                               const GroupFilterOptions& opt, std::vector<uint8_t>* group_keep, uint8_t* row_keep) {
   if (rows.size > 0 && rows.group == nullptr) return Status::InvalidArgument("group filter: group ids are required");
   TurnLayout layout;
   if (Status s = ValidateTurnRows(rows, opt.num_groups, &layout); !s.ok()) return s;

@@ -24,7 +24,6 @@ struct GroupFilterOptions {
 // group_keep receives num_groups flags (a group with no rows is dropped); row_keep (rows.size entries) is the
 // flag of each row's group. loss_mask may be null.
 Status ZeroVarianceGroupFilter(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask,
-                               const GroupFilterOptions& opt, std::vector<uint8_t>* group_keep,
-                               uint8_t* row_keep);
+                               const GroupFilterOptions& opt, std::vector<uint8_t>* group_keep, uint8_t* row_keep);
 
 }  // namespace kgym::rl

@@ -30,7 +30,8 @@ Status NeedKey(const json& row, size_t i, const char* field, std::string* key) {
 
 Status NeedInt(const json& row, size_t i, const char* field, int64_t* out) {
   auto it = row.find(field);
-  if (it == row.end() || !it->is_number()) return Status::InvalidArgument(Where(i, field) + ": missing or not a number");
+  if (it == row.end() || !it->is_number())
+    return Status::InvalidArgument(Where(i, field) + ": missing or not a number");
   const double d = it->get<double>();
   if (d != static_cast<double>(static_cast<int64_t>(d))) {
     return Status::InvalidArgument(Where(i, field) + ": must be an integer");
@@ -41,7 +42,8 @@ Status NeedInt(const json& row, size_t i, const char* field, int64_t* out) {
 
 Status NeedDouble(const json& row, size_t i, const char* field, double* out) {
   auto it = row.find(field);
-  if (it == row.end() || !it->is_number()) return Status::InvalidArgument(Where(i, field) + ": missing or not a number");
+  if (it == row.end() || !it->is_number())
+    return Status::InvalidArgument(Where(i, field) + ": missing or not a number");
   *out = it->get<double>();
   return Status::Ok();
 }

@@ -58,12 +58,19 @@ inline bool Vetoed(const RowLogRatio& s, double log_veto) { return s.count > 0 &
 }  // namespace
 
 Status ParseMrsLevel(const std::string& name, MrsLevel* out) {
-  if (name == "geometric") *out = MrsLevel::kGeometric;
-  else if (name == "token") *out = MrsLevel::kToken;
-  else if (name == "turn") *out = MrsLevel::kTurn;
-  else if (name == "turn_geo") *out = MrsLevel::kTurnGeo;
-  else if (name == "sequence") *out = MrsLevel::kSequence;
-  else return Status::InvalidArgument("unknown MRS level '" + name + "': use geometric | token | turn | turn_geo | sequence");
+  if (name == "geometric")
+    *out = MrsLevel::kGeometric;
+  else if (name == "token")
+    *out = MrsLevel::kToken;
+  else if (name == "turn")
+    *out = MrsLevel::kTurn;
+  else if (name == "turn_geo")
+    *out = MrsLevel::kTurnGeo;
+  else if (name == "sequence")
+    *out = MrsLevel::kSequence;
+  else
+    return Status::InvalidArgument("unknown MRS level '" + name +
+                                   "': use geometric | token | turn | turn_geo | sequence");
   return Status::Ok();
 }
 
@@ -126,7 +133,7 @@ inline RowLogRatio SummarizeRow(const TokenLogProbs<T>& tokens, size_t i) {
 // second operand unless the first is smaller, exactly `c < mn ? c : mn`). So every row's summary is the scalar
 // one bit for bit; only the instruction count drops (a masked token costs no branch and ~1/4 of the work).
 __attribute__((target("avx2"))) void SummarizeFourRowsAvx2(const float* a, const float* b, const uint8_t* m,
-                                                            int64_t base, int64_t L, RowLogRatio* out) {
+                                                           int64_t base, int64_t L, RowLogRatio* out) {
   const __m256d inf = _mm256_set1_pd(std::numeric_limits<double>::infinity());
   const __m128i token_major = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   __m256d sum = _mm256_setzero_pd(), mn = inf;
@@ -155,10 +162,18 @@ __attribute__((target("avx2"))) void SummarizeFourRowsAvx2(const float* a, const
     for (int q = 0; q < 4; ++q) {
       __m128i bytes;
       switch (q) {  // _mm_srli_si128 needs a constant
-        case 0: bytes = mb; break;
-        case 1: bytes = _mm_srli_si128(mb, 4); break;
-        case 2: bytes = _mm_srli_si128(mb, 8); break;
-        default: bytes = _mm_srli_si128(mb, 12); break;
+        case 0:
+          bytes = mb;
+          break;
+        case 1:
+          bytes = _mm_srli_si128(mb, 4);
+          break;
+        case 2:
+          bytes = _mm_srli_si128(mb, 8);
+          break;
+        default:
+          bytes = _mm_srli_si128(mb, 12);
+          break;
       }
       const __m256i valid = _mm256_cmpgt_epi64(_mm256_cvtepu8_epi64(bytes), _mm256_setzero_si256());
       const __m256d vmask = _mm256_castsi256_pd(valid);
@@ -195,8 +210,7 @@ void SummarizeRows(const TokenLogProbs<T>& tokens, size_t from, size_t to, RowLo
         const int64_t base = RowBegin(tokens, i), len = RowBegin(tokens, i + 1) - base;
         if (len >= 4 && RowBegin(tokens, i + 2) - base == 2 * len && RowBegin(tokens, i + 3) - base == 3 * len &&
             RowBegin(tokens, i + 4) - base == 4 * len) {
-          SummarizeFourRowsAvx2(tokens.logp_train, tokens.logp_rollout, tokens.token_mask, base, len,
-                                out + (i - from));
+          SummarizeFourRowsAvx2(tokens.logp_train, tokens.logp_rollout, tokens.token_mask, base, len, out + (i - from));
         } else {
           for (size_t k = i; k < i + 4; ++k) out[k - from] = SummarizeRow(tokens, k);
         }
@@ -215,8 +229,8 @@ inline double Select(bool take_a, double a, double b) {
 // Ratio and keep for the rows [begin, end) of one trajectory; stats[k - begin] summarises row k. Padding rows
 // sit at random places in a batch, so they are handled by selects rather than branches; their summaries (which
 // may hold anything) never reach a real row's result.
-void DecideTrajectory(const TurnRows& rows, size_t begin, size_t end, const RowLogRatio* stats,
-                      const MrsOptions& opt, double log_veto, double* ratio, uint8_t* keep) {
+void DecideTrajectory(const TurnRows& rows, size_t begin, size_t end, const RowLogRatio* stats, const MrsOptions& opt,
+                      double log_veto, double* ratio, uint8_t* keep) {
   double traj_sum = 0.0;  // starts at +0.0 and so never becomes -0.0: adding +0.0 for a padding row is exact
   int64_t traj_count = 0;
   bool traj_vetoed = false;
@@ -405,10 +419,10 @@ template Status SummarizeLogRatios<float>(const TokenLogProbs<float>&, RowLogRat
 template Status SummarizeLogRatios<double>(const TokenLogProbs<double>&, RowLogRatio*);
 template Status MismatchRejectionFromTokens<float>(const TurnRows&, const TokenLogProbs<float>&, const MrsOptions&,
                                                    double*, uint8_t*);
-template Status MismatchRejectionFromTokens<double>(const TurnRows&, const TokenLogProbs<double>&,
-                                                    const MrsOptions&, double*, uint8_t*);
-template Status TokenMismatchRejection<float>(const TurnRows&, const TokenLogProbs<float>&, const MrsOptions&,
-                                              uint8_t*, uint8_t*);
+template Status MismatchRejectionFromTokens<double>(const TurnRows&, const TokenLogProbs<double>&, const MrsOptions&,
+                                                    double*, uint8_t*);
+template Status TokenMismatchRejection<float>(const TurnRows&, const TokenLogProbs<float>&, const MrsOptions&, uint8_t*,
+                                              uint8_t*);
 template Status TokenMismatchRejection<double>(const TurnRows&, const TokenLogProbs<double>&, const MrsOptions&,
                                                uint8_t*, uint8_t*);
 

@@ -36,7 +36,7 @@ struct TokenLogProbs {
   const T* logp_train = nullptr;
   const T* logp_rollout = nullptr;
   const uint8_t* token_mask = nullptr;
-  int64_t row_length = 0;            // tokens per row when offsets is null (> 0)
+  int64_t row_length = 0;  // tokens per row when offsets is null (> 0)
 };
 
 struct RowLogRatio {
@@ -59,7 +59,7 @@ struct MrsOptions {
   MrsLevel level = MrsLevel::kGeometric;
   double lower = 0.999;  // the recipe's kwargs; the code's defaults without kwargs are 0.5 / 2.0
   double upper = 1.001;
-  double veto = 1e-4;    // <= 0 disables the veto
+  double veto = 1e-4;  // <= 0 disables the veto
   VetoScope veto_scope = VetoScope::kTurn;
 };
 

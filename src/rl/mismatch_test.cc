@@ -27,7 +27,9 @@ struct TokenBatch {
     return *this;
   }
   TurnRows Rows() const { return {traj.size(), nullptr, traj.data(), turn.data()}; }
-  TokenLogProbs<double> Tokens() const { return {traj.size(), offsets.data(), train.data(), rollout.data(), mask.data()}; }
+  TokenLogProbs<double> Tokens() const {
+    return {traj.size(), offsets.data(), train.data(), rollout.data(), mask.data()};
+  }
 };
 
 struct Result {
@@ -256,9 +258,9 @@ TEST(Mrs, SummariesMatchThePlainLoopBitForBitCsr) {
   RandomTokens t(rng, lengths);
   for (const uint8_t* mask : {static_cast<const uint8_t*>(t.m.data()), static_cast<const uint8_t*>(nullptr)}) {
     std::vector<RowLogRatio> st(t.rows());
-    ASSERT_TRUE(SummarizeLogRatios(TokenLogProbs<float>{t.rows(), t.offsets.data(), t.a.data(), t.b.data(), mask},
-                                   st.data())
-                    .ok());
+    ASSERT_TRUE(
+        SummarizeLogRatios(TokenLogProbs<float>{t.rows(), t.offsets.data(), t.a.data(), t.b.data(), mask}, st.data())
+            .ok());
     for (size_t i = 0; i < t.rows(); ++i) {
       const RowLogRatio want = PlainSummary(t.a.data(), t.b.data(), mask, t.offsets[i], t.offsets[i + 1]);
       ASSERT_TRUE(SameBits(st[i], want)) << "row " << i << " length " << t.offsets[i + 1] - t.offsets[i] << ": sum "
@@ -276,14 +278,13 @@ TEST(Mrs, PaddedRowsNeedNoOffsetsAndMatchCsr) {
       std::vector<RowLogRatio> padded(rows), csr(rows);
       TokenLogProbs<float> p{rows, nullptr, t.a.data(), t.b.data(), t.m.data(), L};
       ASSERT_TRUE(SummarizeLogRatios(p, padded.data()).ok());
-      ASSERT_TRUE(
-          SummarizeLogRatios(TokenLogProbs<float>{rows, t.offsets.data(), t.a.data(), t.b.data(), t.m.data()},
-                             csr.data())
-              .ok());
+      ASSERT_TRUE(SummarizeLogRatios(TokenLogProbs<float>{rows, t.offsets.data(), t.a.data(), t.b.data(), t.m.data()},
+                                     csr.data())
+                      .ok());
       for (size_t i = 0; i < rows; ++i) {
         ASSERT_TRUE(SameBits(padded[i], csr[i])) << "L " << L << " row " << i;
-        ASSERT_TRUE(SameBits(padded[i], PlainSummary(t.a.data(), t.b.data(), t.m.data(), t.offsets[i],
-                                                     t.offsets[i + 1])));
+        ASSERT_TRUE(
+            SameBits(padded[i], PlainSummary(t.a.data(), t.b.data(), t.m.data(), t.offsets[i], t.offsets[i + 1])));
       }
     }
   }
@@ -320,18 +321,18 @@ TEST(Mrs, FusedPaddedTokensMatchTheRowPathOnALargeBatch) {
       opt.upper = 1.03;
       opt.veto = 0.9;
       std::vector<RowLogRatio> st(n);
-      ASSERT_TRUE(SummarizeLogRatios(TokenLogProbs<float>{n, t.offsets.data(), t.a.data(), t.b.data(), t.m.data()},
-                                     st.data())
-                      .ok());
+      ASSERT_TRUE(
+          SummarizeLogRatios(TokenLogProbs<float>{n, t.offsets.data(), t.a.data(), t.b.data(), t.m.data()}, st.data())
+              .ok());
       std::vector<double> want_ratio(n), ratio(n), ratio_d(n);
       std::vector<uint8_t> want_keep(n), keep(n), keep_d(n);
       ASSERT_TRUE(MismatchRejection(rows, st.data(), opt, want_ratio.data(), want_keep.data()).ok());
-      ASSERT_TRUE(MismatchRejectionFromTokens(rows, TokenLogProbs<float>{n, nullptr, t.a.data(), t.b.data(),
-                                                                         t.m.data(), L},
+      ASSERT_TRUE(MismatchRejectionFromTokens(rows,
+                                              TokenLogProbs<float>{n, nullptr, t.a.data(), t.b.data(), t.m.data(), L},
                                               opt, ratio.data(), keep.data())
                       .ok());
-      ASSERT_TRUE(MismatchRejectionFromTokens(rows, TokenLogProbs<double>{n, nullptr, ad.data(), bd.data(),
-                                                                          t.m.data(), L},
+      ASSERT_TRUE(MismatchRejectionFromTokens(rows,
+                                              TokenLogProbs<double>{n, nullptr, ad.data(), bd.data(), t.m.data(), L},
                                               opt, ratio_d.data(), keep_d.data())
                       .ok());
       ASSERT_EQ(std::memcmp(ratio.data(), want_ratio.data(), n * sizeof(double)), 0);
@@ -342,8 +343,8 @@ TEST(Mrs, FusedPaddedTokensMatchTheRowPathOnALargeBatch) {
       std::vector<int64_t> count(n);
       std::vector<uint8_t> keep_soa(n);
       for (size_t i = 0; i < n; ++i) sum[i] = st[i].sum, count[i] = st[i].count, mn[i] = st[i].min;
-      ASSERT_TRUE(MismatchRejection(rows, RowLogRatioArrays{sum.data(), count.data(), mn.data()}, opt,
-                                    ratio_soa.data(), keep_soa.data())
+      ASSERT_TRUE(MismatchRejection(rows, RowLogRatioArrays{sum.data(), count.data(), mn.data()}, opt, ratio_soa.data(),
+                                    keep_soa.data())
                       .ok());
       ASSERT_EQ(std::memcmp(ratio_soa.data(), want_ratio.data(), n * sizeof(double)), 0);
       ASSERT_EQ(keep_soa, want_keep);
@@ -371,8 +372,9 @@ TEST(Mrs, FusedPassReportsTheFirstTurnOrderViolation) {
     TurnRows rows{n, nullptr, traj.data(), turn.data()};
     const Status want = ValidateTurnRows(rows, 0, nullptr);
     ASSERT_FALSE(want.ok());
-    const Status got = MismatchRejectionFromTokens(rows, TokenLogProbs<double>{n, nullptr, a.data(), a.data(), nullptr, 1},
-                                                   MrsOptions{}, ratio.data(), keep.data());
+    const Status got =
+        MismatchRejectionFromTokens(rows, TokenLogProbs<double>{n, nullptr, a.data(), a.data(), nullptr, 1},
+                                    MrsOptions{}, ratio.data(), keep.data());
     ASSERT_FALSE(got.ok());
     EXPECT_EQ(got.message(), want.message());
   }

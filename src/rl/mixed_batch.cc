@@ -50,9 +50,7 @@ Status MixedBatchAdvantages(const PolicyPart& policy, const OutcomePart& selecti
       int64_t groups = 0;
       for (size_t i = 0; i < rows.size; ++i) groups = rows.group[i] + 1 > groups ? rows.group[i] + 1 : groups;
       std::vector<double> abs_sum(static_cast<size_t>(groups), 0.0), tokens(static_cast<size_t>(groups), 0.0);
-      auto valid = [&](size_t i) {
-        return rows.turn[i] > 0 && (policy.loss_mask == nullptr || policy.loss_mask[i]);
-      };
+      auto valid = [&](size_t i) { return rows.turn[i] > 0 && (policy.loss_mask == nullptr || policy.loss_mask[i]); };
       for (size_t i = 0; i < rows.size; ++i) {
         if (!valid(i)) continue;
         const double w = policy.token_count ? static_cast<double>(policy.token_count[i]) : 1.0;

@@ -18,16 +18,16 @@
 namespace kgym::rl {
 
 struct PolicyPart {
-  TurnRows rows;                     // group = task uid (dense), traj, turn
+  TurnRows rows;  // group = task uid (dense), traj, turn
   const double* rewards = nullptr;
   const uint8_t* loss_mask = nullptr;
   const int64_t* token_count = nullptr;
-  int64_t num_groups = 0;            // <= 0: inferred
+  int64_t num_groups = 0;  // <= 0: inferred
 };
 
 struct OutcomePart {  // selection or summary rows: one scalar reward each
   size_t size = 0;
-  const int64_t* group = nullptr;    // dense ids
+  const int64_t* group = nullptr;  // dense ids
   const double* reward = nullptr;
 };
 

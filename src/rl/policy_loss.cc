@@ -17,7 +17,8 @@ Status DualClipPolicyLoss(size_t rows, const int64_t* offsets, const double* log
   PolicyLossResult r;
   double row_loss_sum = 0.0, kl = 0.0, lower = 0.0, upper = 0.0, dual = 0.0;
   for (size_t i = 0; i < rows; ++i) {
-    if (offsets[i + 1] < offsets[i]) return Status::InvalidArgument("policy loss: offsets decrease at row " + std::to_string(i));
+    if (offsets[i + 1] < offsets[i])
+      return Status::InvalidArgument("policy loss: offsets decrease at row " + std::to_string(i));
     const double a = advantages[i];
     double row_sum = 0.0;
     int64_t valid = 0;

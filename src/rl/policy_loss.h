@@ -21,8 +21,8 @@ struct PolicyLossOptions {
 
 struct PolicyLossResult {
   double loss = 0.0;
-  double ppo_kl = 0.0;               // token mean of old_logp - logp
-  double clip_fraction = 0.0;        // upper + lower (dual counts as lower), token means
+  double ppo_kl = 0.0;         // token mean of old_logp - logp
+  double clip_fraction = 0.0;  // upper + lower (dual counts as lower), token means
   double clip_fraction_lower = 0.0;
   double clip_fraction_upper = 0.0;
   double clip_fraction_dual = 0.0;

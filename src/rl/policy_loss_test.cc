@@ -20,7 +20,8 @@ TEST(PolicyLoss, DualClipCasesAndSeqMeanTokenSum) {
   opt.loss_scale_factor = 1.0;
   PolicyLossResult r;
   std::vector<double> tl(5);
-  ASSERT_TRUE(DualClipPolicyLoss(3, off.data(), logp.data(), old.data(), mask.data(), adv.data(), opt, &r, tl.data()).ok());
+  ASSERT_TRUE(
+      DualClipPolicyLoss(3, off.data(), logp.data(), old.data(), mask.data(), adv.data(), opt, &r, tl.data()).ok());
   EXPECT_NEAR(tl[0], -1.0, 1e-12);
   EXPECT_NEAR(tl[1], -1.28, 1e-12);
   EXPECT_NEAR(tl[2], 3.0, 1e-12);

@@ -55,9 +55,12 @@ inline double KeepProbability(double c, const PrsOptions& opt) {
 }  // namespace
 
 Status ParsePrsLevel(const std::string& name, PrsLevel* out) {
-  if (name == "turn") *out = PrsLevel::kTurn;
-  else if (name == "geometric") *out = PrsLevel::kGeometric;
-  else return Status::InvalidArgument("unknown PRS level '" + name + "': use turn | geometric");
+  if (name == "turn")
+    *out = PrsLevel::kTurn;
+  else if (name == "geometric")
+    *out = PrsLevel::kGeometric;
+  else
+    return Status::InvalidArgument("unknown PRS level '" + name + "': use turn | geometric");
   return Status::Ok();
 }
 
@@ -117,8 +120,7 @@ Status ProfilingRejection(const PrsInput& in, const PrsOptions& opt, double* kee
   ParallelForRanges(EvenCuts(in.size, size_t{1} << 17), [&](size_t, size_t from, size_t to) {
     for (size_t i = from; i < to; ++i) {
       // Computed for every row and selected afterwards: `correct` is as unpredictable as a coin.
-      const double c =
-          opt.level == PrsLevel::kGeometric ? geo[i] : RoundDecimals(in.coverage[i], opt.round_decimals);
+      const double c = opt.level == PrsLevel::kGeometric ? geo[i] : RoundDecimals(in.coverage[i], opt.round_decimals);
       double ramp = KeepProbability(c, opt);
       if (speed_or) ramp = Select(in.speedup[i] >= opt.speedup_threshold, 1.0, ramp);
       double p = Select(in.correct[i] != 0, ramp, 1.0);

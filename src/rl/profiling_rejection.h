@@ -37,10 +37,10 @@ Status ParsePrsLevel(const std::string& name, PrsLevel* out);  // turn | geometr
 struct PrsInput {
   size_t size = 0;
   const double* coverage = nullptr;
-  const uint8_t* correct = nullptr;   // correctness && !decoy_kernel
-  const double* speedup = nullptr;    // needed only with speedup_threshold >= 0
-  const uint8_t* valid = nullptr;     // rows still in the loss (after MRS); null = all. Invalid rows: p = 0
-  const TurnRows* rows = nullptr;     // needed only for kGeometric
+  const uint8_t* correct = nullptr;  // correctness && !decoy_kernel
+  const double* speedup = nullptr;   // needed only with speedup_threshold >= 0
+  const uint8_t* valid = nullptr;    // rows still in the loss (after MRS); null = all. Invalid rows: p = 0
+  const TurnRows* rows = nullptr;    // needed only for kGeometric
 };
 
 // keep_prob and keep have in.size entries.

@@ -15,7 +15,7 @@ struct Prs {
 };
 
 Prs RunPrs(const std::vector<double>& cov, const std::vector<uint8_t>& correct, const PrsOptions& opt,
-        const std::vector<double>* speedup = nullptr) {
+           const std::vector<double>* speedup = nullptr) {
   PrsInput in;
   in.size = cov.size();
   in.coverage = cov.data();

@@ -33,8 +33,8 @@ Status MaskVoidTurns(const TurnRows& rows, const double* rewards, uint8_t* loss_
 namespace {
 
 // One pass from the last row to the first; errors name the first offending row met on the way.
-Status ReturnsAndLayoutSerial(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask,
-                              double gamma, int64_t num_groups, double* returns, TurnLayout* layout) {
+Status ReturnsAndLayoutSerial(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask, double gamma,
+                              int64_t num_groups, double* returns, TurnLayout* layout) {
   if (rows.size > 0 && (rows.traj == nullptr || rows.turn == nullptr)) {
     return Status::InvalidArgument("turn rows: traj and turn arrays are required");
   }
@@ -42,7 +42,7 @@ Status ReturnsAndLayoutSerial(const TurnRows& rows, const double* rewards, const
   TurnLayout out;
   int64_t max_group = -1;
   double running = 0.0;
-  int64_t next_turn = 0;   // the real turn after this row in the same trajectory (0: none yet)
+  int64_t next_turn = 0;  // the real turn after this row in the same trajectory (0: none yet)
   int64_t traj_group = -1;
   for (size_t k = rows.size; k-- > 0;) {
     if (k + 1 == rows.size || rows.traj[k + 1] != rows.traj[k]) {  // last row of a trajectory
@@ -90,8 +90,8 @@ Status ReturnsAndLayoutSerial(const TurnRows& rows, const double* rewards, const
 
 }  // namespace
 
-Status detail::ReturnsAndLayout(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask,
-                                double gamma, int64_t num_groups, double* returns, TurnLayout* layout) {
+Status detail::ReturnsAndLayout(const TurnRows& rows, const double* rewards, const uint8_t* loss_mask, double gamma,
+                                int64_t num_groups, double* returns, TurnLayout* layout) {
   if (rows.size > 0 && (rows.traj == nullptr || rows.turn == nullptr)) {
     return Status::InvalidArgument("turn rows: traj and turn arrays are required");
   }

@@ -157,9 +157,7 @@ RewardBreakdown ComputeRewardBreakdown(const json& result, const RewardConfig& c
   return b;
 }
 
-double ComputeReward(const json& result, const RewardConfig& cfg) {
-  return ComputeRewardBreakdown(result, cfg).reward;
-}
+double ComputeReward(const json& result, const RewardConfig& cfg) { return ComputeRewardBreakdown(result, cfg).reward; }
 
 json RewardBreakdownToJson(const RewardBreakdown& b) {
   json j = {{"reward", b.reward},

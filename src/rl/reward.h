@@ -50,16 +50,16 @@ struct RewardConfig {
 // What a reward was made of; the fields the reward manager logs per turn (reward_extra_info).
 struct RewardBreakdown {
   double reward = 0.0;
-  double speedup = 0.0;      // the result's speedup (0 when absent or not completed)
-  bool completed = false;    // status == "completed"
+  double speedup = 0.0;    // the result's speedup (0 when absent or not completed)
+  bool completed = false;  // status == "completed"
   bool compiled = false;
   bool correctness = false;  // as reported; decoy turns report false
   bool decoy_kernel = false;
   bool is_speedup_positive = false;  // speedup >= 1 + speedup_eps
   double time_coverage = 0.0;        // computed for correct turns only (else 0), unrounded
   double number_coverage = 0.0;
-  double coverage = 0.0;             // the one of the two that coverage_type selects
-  std::string error;                 // why the reward is a penalty, empty otherwise
+  double coverage = 0.0;  // the one of the two that coverage_type selects
+  std::string error;      // why the reward is a penalty, empty otherwise
 };
 
 // `result` is a KernelGYM-schema result JSON (status, correctness, speedup, decoy_kernel, compiled,

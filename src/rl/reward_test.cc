@@ -86,12 +86,15 @@ TEST(Reward, PaperEq8IsTwiceTheRecipe) {
 }
 
 TEST(Reward, CoverageKeyFallbacks) {
-  json r = {{"status", "completed"}, {"correctness", true}, {"speedup", 1.0},
-            {"num_custom_kernel", 3}, {"num_total_kernel", 4},
+  json r = {{"status", "completed"},
+            {"correctness", true},
+            {"speedup", 1.0},
+            {"num_custom_kernel", 3},
+            {"num_total_kernel", 4},
             {"custom_kernel_cuda_time_in_profiling_us", 1.0},
             {"metadata", {{"total_kernel_run_time_in_profiling_us", 4.0}}}};
-  EXPECT_DOUBLE_EQ(NumberCoverage(r), 0.75);  // singular names at the top level
-  EXPECT_DOUBLE_EQ(TimeCoverage(r), 0.25);    // numerator top level, denominator metadata
+  EXPECT_DOUBLE_EQ(NumberCoverage(r), 0.75);      // singular names at the top level
+  EXPECT_DOUBLE_EQ(TimeCoverage(r), 0.25);        // numerator top level, denominator metadata
   r["metadata"]["num_custom_kernels"] = nullptr;  // present but null in metadata wins and counts 0
   EXPECT_DOUBLE_EQ(NumberCoverage(r), 0.0);
   RewardConfig cfg;

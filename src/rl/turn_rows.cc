@@ -30,8 +30,7 @@ Status FirstViolation(const TurnRows& rows, int64_t num_groups) {
       const int64_t g = rows.group[i];
       if (g < 0 || g >= num_groups) {
         return Status::InvalidArgument("row " + std::to_string(i) + ": group " + std::to_string(g) +
-                                       " is outside [0, " + std::to_string(num_groups) +
-                                       "); pass dense group ids");
+                                       " is outside [0, " + std::to_string(num_groups) + "); pass dense group ids");
       }
       if (traj_group >= 0 && g != traj_group) {
         return Status::InvalidArgument("row " + std::to_string(i) + ": trajectory " + std::to_string(rows.traj[i]) +

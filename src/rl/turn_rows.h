@@ -27,8 +27,8 @@ struct TurnRows {
 };
 
 struct TurnLayout {
-  int64_t num_groups = 0;    // as given, or max(group) + 1 when inferred
-  int64_t max_turn = 0;      // largest real turn number
+  int64_t num_groups = 0;  // as given, or max(group) + 1 when inferred
+  int64_t max_turn = 0;    // largest real turn number
   int64_t num_trajectories = 0;
   int64_t num_real_rows = 0;
 };
@@ -38,8 +38,6 @@ struct TurnLayout {
 Status ValidateTurnRows(const TurnRows& rows, int64_t num_groups, TurnLayout* layout);
 
 // True when row i starts a new trajectory (i == 0 or traj differs from the previous row).
-inline bool StartsTrajectory(const TurnRows& rows, size_t i) {
-  return i == 0 || rows.traj[i] != rows.traj[i - 1];
-}
+inline bool StartsTrajectory(const TurnRows& rows, size_t i) { return i == 0 || rows.traj[i] != rows.traj[i - 1]; }
 
 }  // namespace kgym::rl

@@ -64,10 +64,18 @@ TEST(TurnRows, BranchFreeValidationAgreesWithThePlainCheck) {
     for (int f = 0; f < faults; ++f) {
       const size_t i = rng() % turn.size();
       switch (coin(rng) % 4) {
-        case 0: turn[i] = 1; break;                    // a repeated or decreasing turn (unless it is the first)
-        case 1: group[i] = groups + small(rng); break; // outside [0, num_groups) when num_groups is given
-        case 2: group[i] = -1; break;
-        default: group[i] = (group[i] + 1) % groups; break;  // a trajectory that changes group
+        case 0:
+          turn[i] = 1;
+          break;  // a repeated or decreasing turn (unless it is the first)
+        case 1:
+          group[i] = groups + small(rng);
+          break;  // outside [0, num_groups) when num_groups is given
+        case 2:
+          group[i] = -1;
+          break;
+        default:
+          group[i] = (group[i] + 1) % groups;
+          break;  // a trajectory that changes group
       }
     }
     for (bool with_groups : {true, false}) {

@@ -165,8 +165,7 @@ Status RecvFrame(int fd, Clock::time_point deadline, Frame* out) {
   uint64_t pl;
   std::memcpy(&hl, prefix, 4);
   std::memcpy(&pl, prefix + 4, 8);
-  if (hl > kMaxHeaderBytes || pl > kMaxPayloadBytes)
-    return Status::InvalidArgument("worker sent an oversized frame");
+  if (hl > kMaxHeaderBytes || pl > kMaxPayloadBytes) return Status::InvalidArgument("worker sent an oversized frame");
   std::string h(hl, '\0');
   s = ReadAll(fd, h.data(), hl, deadline, nullptr);
   if (!s.ok()) return s;

@@ -16,8 +16,8 @@ class OutputCapture {
   OutputCapture(const OutputCapture&) = delete;
   OutputCapture& operator=(const OutputCapture&) = delete;
 
-  void Join();                 // waits for EOF
-  std::string Text() const;    // head + "[... N bytes omitted ...]" + tail
+  void Join();               // waits for EOF
+  std::string Text() const;  // head + "[... N bytes omitted ...]" + tail
   size_t total_bytes() const;
 
  private:

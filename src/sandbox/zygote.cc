@@ -14,7 +14,8 @@
 namespace kgym {
 
 namespace {
-constexpr const char* kEnvAllowlist[] = {"PATH", "LANG", "LC_ALL", "TZ", "CUDA_HOME", "LD_LIBRARY_PATH", "TRITON_INTERPRET"};
+constexpr const char* kEnvAllowlist[] = {
+    "PATH", "LANG", "LC_ALL", "TZ", "CUDA_HOME", "LD_LIBRARY_PATH", "TRITON_INTERPRET"};
 
 Status SendWithFds(int sock, const std::string& msg, const std::vector<int>& fds) {
   iovec iov{const_cast<char*>(msg.data()), msg.size()};
@@ -161,9 +162,8 @@ Status Zygote::Fork(const nlohmann::json& spec, int chan_fd, int out_fd, int64_t
     if (!s.ok()) return s;
   }
   std::unique_lock<std::mutex> l(mu_);
-  bool got = cv_.wait_for(l, std::chrono::seconds(30), [&] {
-    return forked_.count(*job) || errors_.count(*job) || dead_;
-  });
+  bool got =
+      cv_.wait_for(l, std::chrono::seconds(30), [&] { return forked_.count(*job) || errors_.count(*job) || dead_; });
   if (forked_.count(*job)) {
     *pid = forked_[*job];
     forked_.erase(*job);

@@ -23,8 +23,8 @@
 namespace kgym {
 
 struct ZygoteOptions {
-  std::string python;        // interpreter that can import torch
-  std::string harness_path;  // directory containing the kgym_harness package
+  std::string python;                            // interpreter that can import torch
+  std::string harness_path;                      // directory containing the kgym_harness package
   std::map<std::string, std::string> extra_env;  // added to the allowlisted environment
 };
 
@@ -67,9 +67,9 @@ class Zygote {
   std::condition_variable cv_;
   bool dead_ = false;
   int64_t next_job_ = 1;
-  std::map<int64_t, pid_t> forked_;       // job -> pid, once "forked" arrived
+  std::map<int64_t, pid_t> forked_;        // job -> pid, once "forked" arrived
   std::map<int64_t, std::string> errors_;  // job -> fork error
-  std::map<int64_t, WorkerExit> exits_;   // job -> exit report
+  std::map<int64_t, WorkerExit> exits_;    // job -> exit report
   std::mutex send_mu_;
 };
 

@@ -157,8 +157,10 @@ std::unique_ptr<MemoryAdmission::Ticket> MemoryAdmission::AdmitEntry(Entry entry
   if (oversized) ++counters_.oversized_total;
   l.unlock();
   if (oversized && opt_.log_oversized)
-    std::fprintf(stderr, "kgym: memory admission: %s needs about %s, more than the memory budget of %s; running it "
-                 "alone\n", label.c_str(), FormatGB(own).c_str(), FormatGB(opt_.budget_bytes).c_str());
+    std::fprintf(stderr,
+                 "kgym: memory admission: %s needs about %s, more than the memory budget of %s; running it "
+                 "alone\n",
+                 label.c_str(), FormatGB(own).c_str(), FormatGB(opt_.budget_bytes).c_str());
   auto t = std::unique_ptr<Ticket>(new Ticket());
   t->owner_ = this;
   t->id_ = id;

@@ -40,9 +40,9 @@ namespace kgym {
 
 struct Footprint {
   bool known = false;
-  std::string shared_key;     // evaluations with the same key share shared_bytes ("" = nothing shared)
-  uint64_t shared_bytes = 0;  // the reference data
-  uint64_t private_bytes = 0; // candidate outputs held here, worker peaks
+  std::string shared_key;      // evaluations with the same key share shared_bytes ("" = nothing shared)
+  uint64_t shared_bytes = 0;   // the reference data
+  uint64_t private_bytes = 0;  // candidate outputs held here, worker peaks
   uint64_t Total() const { return shared_bytes + private_bytes; }
 };
 
@@ -54,19 +54,19 @@ struct AdmissionOptions {
   uint64_t unknown_bytes = 0;  // reserved for an evaluation of unknown footprint; 0 = budget_bytes / 2
   int max_bypass = 4;
   int max_unknown_in_flight = 1;
-  ResidentFn resident;         // may be empty
-  bool log_oversized = true;   // the stderr line when an evaluation larger than the budget is admitted
+  ResidentFn resident;        // may be empty
+  bool log_oversized = true;  // the stderr line when an evaluation larger than the budget is admitted
 };
 
 struct AdmissionStats {
   uint64_t budget_bytes = 0;
-  uint64_t reserved_bytes = 0;   // in flight + resident, as admission counts them now
-  uint64_t resident_bytes = 0;   // of which held outside evaluations (reference cache)
+  uint64_t reserved_bytes = 0;  // in flight + resident, as admission counts them now
+  uint64_t resident_bytes = 0;  // of which held outside evaluations (reference cache)
   int64_t in_flight = 0, waiting = 0, unknown_in_flight = 0;
   int64_t admitted_total = 0;
-  int64_t waited_total = 0;      // admissions that had to wait
-  int64_t oversized_total = 0;   // admitted alone because larger than the budget
-  int64_t cancelled_total = 0;   // gave up waiting (cancel flag)
+  int64_t waited_total = 0;     // admissions that had to wait
+  int64_t oversized_total = 0;  // admitted alone because larger than the budget
+  int64_t cancelled_total = 0;  // gave up waiting (cancel flag)
   double wait_seconds_total = 0;
 };
 
@@ -132,10 +132,10 @@ class MemoryAdmission {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   uint64_t next_id_ = 1;
-  std::list<Entry> waiting_;           // arrival order
+  std::list<Entry> waiting_;  // arrival order
   std::map<uint64_t, Entry> in_flight_;
   std::map<std::string, Footprint> learned_;  // config key -> largest measured footprint
-  AdmissionStats counters_;            // the *_total fields
+  AdmissionStats counters_;                   // the *_total fields
 };
 
 }  // namespace kgym

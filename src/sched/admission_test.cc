@@ -12,9 +12,9 @@
 #include <random>
 #include <thread>
 
+#include "sandbox/process_stats.h"
 #include "sched/admitted_evaluator.h"
 #include "sched/host_memory.h"
-#include "sandbox/process_stats.h"
 
 namespace kgym {
 namespace {
@@ -272,8 +272,8 @@ class FakeEvaluator : public Evaluator {
     r.task_id = req.task_id;
     r.outcome = Outcome::kCorrect;
     r.metadata["reference_cache_key"] = "ref-" + req.size;
-    r.metadata["host_memory"] = {{"reference_bytes", 600}, {"trial_output_bytes", 100},
-                                 {"candidate_worker_peak_bytes", 200}};
+    r.metadata["host_memory"] = {
+        {"reference_bytes", 600}, {"trial_output_bytes", 100}, {"candidate_worker_peak_bytes", 200}};
     --running_;
     return r;
   }
@@ -351,7 +351,8 @@ TEST(AdmittedEvaluator, CancelWhileWaitingRunsNothing) {
   for (int i = 0; i < 200 && (ev.Admission(&s), s.in_flight) == 0; ++i) std::this_thread::sleep_for(5ms);
   std::atomic<bool> cancel{true};
   std::vector<std::string> phases;
-  EvalResult r = ev.Evaluate(Request(), [&](const std::string& p) { phases.push_back(p); }, &cancel);  // unknown too
+  EvalResult r = ev.Evaluate(
+      Request(), [&](const std::string& p) { phases.push_back(p); }, &cancel);  // unknown too
   EXPECT_EQ(r.outcome, Outcome::kInvalid);
   EXPECT_EQ(r.error_message, "cancelled");
   EXPECT_EQ(phases, std::vector<std::string>{"memory"});

@@ -83,7 +83,8 @@ uint64_t MemoryBudgetFromFlag(double gb) {
 
 Status CreateEvaluatorWithBudget(EvaluatorOptions options, uint64_t budget_bytes, const std::string& who,
                                  std::unique_ptr<Evaluator>* out) {
-  if (budget_bytes > 0) options.reference_cache_bytes = std::min<size_t>(options.reference_cache_bytes, budget_bytes / 4);
+  if (budget_bytes > 0)
+    options.reference_cache_bytes = std::min<size_t>(options.reference_cache_bytes, budget_bytes / 4);
   std::unique_ptr<Evaluator> ev;
   Status s = Evaluator::Create(options, &ev);
   if (!s.ok()) return s;
@@ -91,9 +92,10 @@ Status CreateEvaluatorWithBudget(EvaluatorOptions options, uint64_t budget_bytes
     *out = std::move(ev);
     return Status::Ok();
   }
-  std::fprintf(stderr, "%s: memory budget %s for evaluations in flight (reference cache up to %s; --mem-budget 0 "
-               "turns admission off)\n", who.c_str(), FormatGB(budget_bytes).c_str(),
-               FormatGB(options.reference_cache_bytes).c_str());
+  std::fprintf(stderr,
+               "%s: memory budget %s for evaluations in flight (reference cache up to %s; --mem-budget 0 "
+               "turns admission off)\n",
+               who.c_str(), FormatGB(budget_bytes).c_str(), FormatGB(options.reference_cache_bytes).c_str());
   AdmissionOptions ao;
   ao.budget_bytes = budget_bytes;
   *out = std::make_unique<AdmittedEvaluator>(std::move(ev), ao);

@@ -14,8 +14,8 @@
 #include <memory>
 #include <string>
 
-#include "sched/admission.h"
 #include "eval/evaluator.h"
+#include "sched/admission.h"
 
 namespace kgym {
 

@@ -18,11 +18,11 @@ namespace kgym {
 struct RedisWorkerOptions {
   std::string redis_url;
   std::string prefix = "kgym";
-  std::string worker_id;               // "" = hostname:pid
+  std::string worker_id;  // "" = hostname:pid
   std::vector<DeviceSlots> devices;
-  int64_t lease_ms = 30000;            // a job is re-queued this long after its worker's last heartbeat
-  int64_t heartbeat_ms = 0;            // 0 = lease_ms / 3
-  int64_t poll_ms = 50;                // idle wait between claims
+  int64_t lease_ms = 30000;  // a job is re-queued this long after its worker's last heartbeat
+  int64_t heartbeat_ms = 0;  // 0 = lease_ms / 3
+  int64_t poll_ms = 50;      // idle wait between claims
   int max_retries = 2;
   double retry_backoff_s = 1.0;
 };

@@ -32,8 +32,8 @@ TEST(RedisWorker, JobOfADeadWorkerCompletesOnALiveOneExactlyOnce) {
   ASSERT_TRUE(api->Claim("dead-worker", 300, &taken).ok());
   ASSERT_TRUE(taken.has_value());
   for (int i = 0; i < 5; ++i)
-    ASSERT_TRUE(api->Enqueue("j" + std::to_string(i), 1, 1, Payload("j" + std::to_string(i), "# sim: sleep=0.01"),
-                             &enq).ok());
+    ASSERT_TRUE(
+        api->Enqueue("j" + std::to_string(i), 1, 1, Payload("j" + std::to_string(i), "# sim: sleep=0.01"), &enq).ok());
   SimulatedEvaluator ev({});
   RedisWorkerOptions o;
   o.redis_url = server.Url();

@@ -12,25 +12,30 @@ namespace {
 double SteadyNow() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double UnixNow() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
 const char* PriorityName(Priority p) {
   switch (p) {
-    case Priority::kLow: return "low";
-    case Priority::kNormal: return "normal";
-    case Priority::kHigh: return "high";
+    case Priority::kLow:
+      return "low";
+    case Priority::kNormal:
+      return "normal";
+    case Priority::kHigh:
+      return "high";
   }
   return "normal";
 }
 
 bool PriorityFromName(const std::string& name, Priority* out) {
-  if (name == "low") *out = Priority::kLow;
-  else if (name == "normal") *out = Priority::kNormal;
-  else if (name == "high") *out = Priority::kHigh;
-  else return false;
+  if (name == "low")
+    *out = Priority::kLow;
+  else if (name == "normal")
+    *out = Priority::kNormal;
+  else if (name == "high")
+    *out = Priority::kHigh;
+  else
+    return false;
   return true;
 }
 
@@ -71,8 +76,7 @@ struct Scheduler::Entry {
   std::string phase;
   double phase_start = 0;
   QueueKey Key() const {
-    return {-static_cast<int>(job.priority), job.deadline > 0 ? job.deadline : std::numeric_limits<double>::max(),
-            seq};
+    return {-static_cast<int>(job.priority), job.deadline > 0 ? job.deadline : std::numeric_limits<double>::max(), seq};
   }
 };
 
@@ -217,9 +221,8 @@ void Scheduler::SlotLoop(Device* dev) {
       continue;
     }
     if (!delayed_.empty() && !draining_) {
-      auto due = std::chrono::steady_clock::time_point(
-          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-              std::chrono::duration<double>(delayed_.begin()->first)));
+      auto due = std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(delayed_.begin()->first)));
       cv_.wait_until(l, due);
     } else {
       cv_.wait(l);

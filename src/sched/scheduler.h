@@ -37,11 +37,11 @@ bool PriorityFromName(const std::string& name, Priority* out);
 struct SchedJob {
   std::string id;
   int64_t generation = 1;
-  EvalRequest request;      // device/device_index are filled in by the scheduler
+  EvalRequest request;  // device/device_index are filled in by the scheduler
   Priority priority = Priority::kNormal;
-  double deadline = 0;      // unix seconds; 0 = none
-  std::string device;       // pin to this device ("cuda:1"); "" = any
-  int attempts = 0;         // attempts already made (a recovered job keeps its count)
+  double deadline = 0;  // unix seconds; 0 = none
+  std::string device;   // pin to this device ("cuda:1"); "" = any
+  int attempts = 0;     // attempts already made (a recovered job keeps its count)
 };
 
 class SchedulerListener {
@@ -65,7 +65,7 @@ struct DeviceSlots {
 struct SchedulerOptions {
   std::vector<DeviceSlots> devices;
   int max_retries = 2;
-  double retry_backoff_s = 1.0;      // first retry delay; doubles each time
+  double retry_backoff_s = 1.0;  // first retry delay; doubles each time
   double retry_backoff_max_s = 30.0;
 };
 
@@ -82,7 +82,7 @@ struct PhaseStat {
 struct SchedulerStats {
   int64_t queued = 0;
   int64_t running = 0;
-  int64_t retrying = 0;  // waiting out a backoff
+  int64_t retrying = 0;                     // waiting out a backoff
   std::map<std::string, int64_t> outcomes;  // outcome name -> finished count
   int64_t retries = 0;
   std::map<std::string, PhaseStat> phases;  // time spent in each evaluation phase
@@ -90,7 +90,7 @@ struct SchedulerStats {
     std::string name;
     int slots = 0;
     int running = 0;
-    double busy_s = 0;    // wall time with at least one evaluation in flight
+    double busy_s = 0;  // wall time with at least one evaluation in flight
     double uptime_s = 0;
   };
   std::vector<Device> devices;
@@ -136,7 +136,7 @@ class Scheduler {
   std::unique_ptr<Queue> shared_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::multimap<double, std::unique_ptr<Entry>> delayed_;  // retry due time (steady seconds) -> job
-  std::multimap<std::string, Entry*> running_;  // by job id (two generations may overlap)
+  std::multimap<std::string, Entry*> running_;             // by job id (two generations may overlap)
   std::map<std::string, int64_t> outcomes_;
   std::map<std::string, PhaseStat> phases_;
   int64_t retries_ = 0;

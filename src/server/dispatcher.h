@@ -4,9 +4,8 @@
 #pragma once
 
 #include <memory>
-#include <string>
-
 #include <optional>
+#include <string>
 
 #include "eval/evaluator.h"
 #include "sched/admission.h"
@@ -15,9 +14,9 @@
 namespace kgym {
 
 struct DispatchStats {
-  SchedulerStats sched;         // local mode: everything; redis mode: queued/running from Redis
+  SchedulerStats sched;                               // local mode: everything; redis mode: queued/running from Redis
   nlohmann::json workers = nlohmann::json::object();  // worker id -> {device, status, last_heartbeat, ...}
-  std::optional<AdmissionStats> memory;  // local mode with a memory budget (sched/admission.h)
+  std::optional<AdmissionStats> memory;               // local mode with a memory budget (sched/admission.h)
 };
 
 class Dispatcher {

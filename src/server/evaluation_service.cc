@@ -8,9 +8,7 @@
 namespace kgym {
 
 namespace {
-double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double UnixNow() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 double SteadyNow() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -154,7 +152,7 @@ Status EvaluationService::Wait(const std::string& id, double timeout_s, JobRecor
   Status s = store_->Get(id, job);
   if (!s.ok() || job->state == JobState::kDone) return s;
   auto until = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                       std::chrono::duration<double>(timeout_s));
+                                                      std::chrono::duration<double>(timeout_s));
   bool shut = false;
   {
     std::unique_lock<std::mutex> l(mu_);
@@ -283,8 +281,10 @@ void EvaluationService::Sweep() {
     double now = SteadyNow();
     for (auto it = live_.begin(); it != live_.end();) {
       // Forget finished jobs nobody waits on; the store still answers for them.
-      if (it->second->done && now - it->second->done_at > 60 && it->second.use_count() == 1) it = live_.erase(it);
-      else ++it;
+      if (it->second->done && now - it->second->done_at > 60 && it->second.use_count() == 1)
+        it = live_.erase(it);
+      else
+        ++it;
     }
   }
 }

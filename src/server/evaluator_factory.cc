@@ -14,7 +14,8 @@ Status MakeEvaluator(const EvaluatorChoice& choice, std::unique_ptr<Evaluator>* 
     o.journal_path = choice.sim_journal;
     o.devices = {"cpu"};
     for (int i = 0; i < 16; ++i)
-      if (access(("/dev/nvidia" + std::to_string(i)).c_str(), F_OK) == 0) o.devices.push_back("cuda:" + std::to_string(i));
+      if (access(("/dev/nvidia" + std::to_string(i)).c_str(), F_OK) == 0)
+        o.devices.push_back("cuda:" + std::to_string(i));
     *out = std::make_unique<SimulatedEvaluator>(o);
     return Status::Ok();
   }

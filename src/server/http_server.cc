@@ -61,8 +61,7 @@ struct HttpServer::Impl {
 HttpServer::HttpServer(EvaluationService* service, HttpOptions options) : impl_(new Impl) {
   impl_->ctx.service = service;
   impl_->ctx.options = std::move(options);
-  impl_->ctx.started_unix =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  impl_->ctx.started_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto& svr = impl_->svr;
   int threads = std::max(8, impl_->ctx.options.threads);
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
@@ -79,10 +78,11 @@ HttpServer::HttpServer(EvaluationService* service, HttpOptions options) : impl_(
   std::string token = impl_->ctx.options.token;
   if (!token.empty()) {
     svr.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
-      if (req.method == "GET" && (req.path == "/" || req.path == "/health" || req.path == "/dashboard" ||
-                                  req.path.rfind("/assets/", 0) == 0))
+      if (req.method == "GET" &&
+          (req.path == "/" || req.path == "/health" || req.path == "/dashboard" || req.path.rfind("/assets/", 0) == 0))
         return httplib::Server::HandlerResponse::Unhandled;
-      if (req.get_header_value("Authorization") == "Bearer " + token) return httplib::Server::HandlerResponse::Unhandled;
+      if (req.get_header_value("Authorization") == "Bearer " + token)
+        return httplib::Server::HandlerResponse::Unhandled;
       res.set_header("WWW-Authenticate", "Bearer");
       http::SendDetail(res, 401, "missing or wrong bearer token (send Authorization: Bearer <token>)");
       return httplib::Server::HandlerResponse::Handled;

@@ -25,7 +25,7 @@ struct HttpOptions {
   int threads = 512;
   bool compat = false;  // --mode compat: KernelGYM's reward-relevant quirks
   std::string token;
-  double max_wait_s = 3600;  // longest a blocking POST /evaluate waits before answering 504
+  double max_wait_s = 3600;            // longest a blocking POST /evaluate waits before answering 504
   std::vector<std::string> run_roots;  // run folders shown by the dashboard (--runs); none = no run pages
 };
 

@@ -31,8 +31,9 @@ bool RunToCompletion(Context* ctx, const ParsedRequest& p, httplib::Response& re
     SendDetail(res, 503, s.message());
   } else if (s.code() == Status::Code::kTimeout) {
     res.set_header("X-Error-Code", "TIMEOUT_ERROR");
-    SendDetail(res, 504, "the evaluation did not finish within " + std::to_string(ctx->options.max_wait_s) +
-                             " s; poll GET /status/" + p.job.id);
+    SendDetail(res, 504,
+               "the evaluation did not finish within " + std::to_string(ctx->options.max_wait_s) +
+                   " s; poll GET /status/" + p.job.id);
   } else {
     res.set_header("X-Error-Code", "SYSTEM_ERROR");
     SendDetail(res, 500, "Failed to submit task: " + s.message());
@@ -75,8 +76,11 @@ json QueueCounts(const ServiceStats& st) {
 void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
   svr.Get("/", [](const httplib::Request& req, httplib::Response& res) {
     if (dashboard::WantsHtml(req)) return dashboard::SendPage(res);
-    SendJson(res, 200, {{"name", "KernelGym"}, {"version", "1.0.0"},
-                        {"description", "GPU Kernel Evaluation Service (kgym)"}, {"timestamp", KernelGymTimestamp()}});
+    SendJson(res, 200,
+             {{"name", "KernelGym"},
+              {"version", "1.0.0"},
+              {"description", "GPU Kernel Evaluation Service (kgym)"},
+              {"timestamp", KernelGymTimestamp()}});
   });
 
   svr.Post("/evaluate", [ctx](const httplib::Request& req, httplib::Response& res) {
@@ -98,7 +102,8 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
       errors.push_back({{"loc", {"body", "batch_id"}}, {"msg", "Field required (a string)"}, {"type", "missing"}});
     if (!body.is_object() || !body.contains("tasks") || !body["tasks"].is_array() || body["tasks"].empty() ||
         body["tasks"].size() > 100)
-      errors.push_back({{"loc", {"body", "tasks"}}, {"msg", "tasks must be a list of 1 to 100 evaluation requests"},
+      errors.push_back({{"loc", {"body", "tasks"}},
+                        {"msg", "tasks must be a list of 1 to 100 evaluation requests"},
                         {"type", "value_error"}});
     std::vector<ParsedRequest> parsed;
     if (errors.empty()) {
@@ -141,18 +146,27 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
       if (r["status"] == "failed") failed++;
       results.push_back(r);
     }
-    SendJson(res, 200, {{"batch_id", body["batch_id"]}, {"total_tasks", parsed.size()},
-                        {"completed_tasks", static_cast<int>(parsed.size()) - failed}, {"failed_tasks", failed},
-                        {"results", results}, {"batch_status", "completed"}, {"submitted_at", KernelGymTimestamp()},
-                        {"completed_at", nullptr}});
+    SendJson(res, 200,
+             {{"batch_id", body["batch_id"]},
+              {"total_tasks", parsed.size()},
+              {"completed_tasks", static_cast<int>(parsed.size()) - failed},
+              {"failed_tasks", failed},
+              {"results", results},
+              {"batch_status", "completed"},
+              {"submitted_at", KernelGymTimestamp()},
+              {"completed_at", nullptr}});
   });
 
   svr.Get(R"(/status/(.+))", [ctx](const httplib::Request& req, httplib::Response& res) {
     JobRecord rec;
     if (!ctx->service->Get(req.matches[1], &rec).ok()) return SendDetail(res, 404, "Task not found");
-    SendJson(res, 200, {{"task_id", rec.id}, {"status", StatusOf(rec, ctx->options.compat)}, {"progress", nullptr},
-                        {"estimated_completion", nullptr}, {"queue_position", nullptr},
-                        {"assigned_device", rec.device.empty() ? json() : json(rec.device)}});
+    SendJson(res, 200,
+             {{"task_id", rec.id},
+              {"status", StatusOf(rec, ctx->options.compat)},
+              {"progress", nullptr},
+              {"estimated_completion", nullptr},
+              {"queue_position", nullptr},
+              {"assigned_device", rec.device.empty() ? json() : json(rec.device)}});
   });
 
   svr.Get(R"(/results/(.+))", [ctx](const httplib::Request& req, httplib::Response& res) {
@@ -174,13 +188,20 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
     ServiceStats st = ctx->service->Stats();
     json gpus = json::object();
     for (const auto& d : st.dispatch.sched.devices)
-      gpus[d.name] = {{"name", d.name}, {"available", true}, {"slots", d.slots}, {"running", d.running},
+      gpus[d.name] = {{"name", d.name},
+                      {"available", true},
+                      {"slots", d.slots},
+                      {"running", d.running},
                       {"busy_fraction", d.uptime_s > 0 ? d.busy_s / d.uptime_s : 0.0}};
     bool draining = ctx->service->draining();
     SendJson(res, draining ? 503 : 200,
-             {{"status", draining ? "draining" : "healthy"}, {"timestamp", KernelGymTimestamp()},
-              {"gpu_status", gpus}, {"queue_status", QueueCounts(st)}, {"memory_usage", MemoryUsage()},
-              {"active_tasks", st.dispatch.sched.running}, {"total_processed", st.completed},
+             {{"status", draining ? "draining" : "healthy"},
+              {"timestamp", KernelGymTimestamp()},
+              {"gpu_status", gpus},
+              {"queue_status", QueueCounts(st)},
+              {"memory_usage", MemoryUsage()},
+              {"active_tasks", st.dispatch.sched.running},
+              {"total_processed", st.completed},
               {"uptime", st.uptime_s}});
   });
 
@@ -194,8 +215,11 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
   svr.Get("/queue/status", [ctx](const httplib::Request&, httplib::Response& res) {
     ServiceStats st = ctx->service->Stats();
     int64_t pending = st.dispatch.sched.queued + st.dispatch.sched.retrying;
-    SendJson(res, 200, {{"pending", pending}, {"pending_by_prefix", {{"kgym", pending}}},
-                        {"worker_queues", json::object()}, {"processing", st.dispatch.sched.running}});
+    SendJson(res, 200,
+             {{"pending", pending},
+              {"pending_by_prefix", {{"kgym", pending}}},
+              {"worker_queues", json::object()},
+              {"processing", st.dispatch.sched.running}});
   });
 
   svr.Get("/metrics", [ctx](const httplib::Request&, httplib::Response& res) {
@@ -215,7 +239,8 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
                 {"throughput_per_hour", st.uptime_s > 0 ? 3600.0 * st.completed / st.uptime_s : 0.0},
                 {"success_rate", st.completed ? static_cast<double>(ok) / st.completed : 0.0}}},
               {"resource_metrics",
-               {{"avg_gpu_utilization", 100.0 * busy}, {"memory_usage_percent", mem["memory_percent"]},
+               {{"avg_gpu_utilization", 100.0 * busy},
+                {"memory_usage_percent", mem["memory_percent"]},
                 {"cpu_usage_percent", mem["cpu_percent"]}}},
               {"queue_metrics", QueueCounts(st)},
               {"error_metrics", errors}});

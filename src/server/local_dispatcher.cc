@@ -32,12 +32,8 @@ class LocalDispatcher : public Dispatcher {
     AdmissionStats mem;
     if (evaluator_->Admission(&mem)) s.memory = mem;
     for (auto& d : s.sched.devices)
-      s.workers["local_" + d.name] = {{"device", d.name},
-                                      {"status", "online"},
-                                      {"slots", d.slots},
-                                      {"running", d.running},
-                                      {"node_id", "local"},
-                                      {"hostname", "localhost"}};
+      s.workers["local_" + d.name] = {{"device", d.name},     {"status", "online"}, {"slots", d.slots},
+                                      {"running", d.running}, {"node_id", "local"}, {"hostname", "localhost"}};
     return s;
   }
 

@@ -60,8 +60,10 @@ int IntField(const json& b, const char* k, int def, int lo, int hi, Errors* e) {
   if (!b.contains(k)) return def;
   const json& v = b[k];
   double d;
-  if (v.is_number_integer()) d = static_cast<double>(v.get<int64_t>());
-  else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()) d = v.get<double>();
+  if (v.is_number_integer())
+    d = static_cast<double>(v.get<int64_t>());
+  else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())
+    d = v.get<double>();
   else {
     e->Add(k, "Input should be a valid integer", "int_type");
     return def;
@@ -84,9 +86,12 @@ void CodeField(const json& b, const char* k, bool required, std::string* out, Er
     return;
   }
   size_t n = Strip(*v).size();
-  if (n < 10) e->Add(k, "Code must be at least 10 characters long (after stripping whitespace)", "value_error");
-  else if (v->size() > 100000) e->Add(k, "Code must be at most 100000 characters long", "value_error");
-  else *out = *v;
+  if (n < 10)
+    e->Add(k, "Code must be at least 10 characters long (after stripping whitespace)", "value_error");
+  else if (v->size() > 100000)
+    e->Add(k, "Code must be at most 100000 characters long", "value_error");
+  else
+    *out = *v;
 }
 
 EvalResult ValidationFailure(const std::string& task_id, Outcome outcome, const std::string& msg) {
@@ -100,12 +105,38 @@ EvalResult ValidationFailure(const std::string& task_id, Outcome outcome, const 
   return r;
 }
 
-const std::set<std::string> kKnownFields = {
-    "task_id", "reference_code", "kernel_code", "toolkit", "backend_adapter", "backend", "num_correct_trials",
-    "num_perf_trials", "num_warmup", "timeout", "priority", "device_preference", "force_refresh", "entry_point",
-    "reference_backend", "uuid", "use_reference_cache", "is_valid", "verbose_errors", "enable_profiling",
-    "enable_triton_detection", "measure_performance", "run_correctness", "run_triton_detection",
-    "run_performance", "cases_code", "cases", "workflow", "resources", "deadline_s", "size", "coverage_floor"};
+const std::set<std::string> kKnownFields = {"task_id",
+                                            "reference_code",
+                                            "kernel_code",
+                                            "toolkit",
+                                            "backend_adapter",
+                                            "backend",
+                                            "num_correct_trials",
+                                            "num_perf_trials",
+                                            "num_warmup",
+                                            "timeout",
+                                            "priority",
+                                            "device_preference",
+                                            "force_refresh",
+                                            "entry_point",
+                                            "reference_backend",
+                                            "uuid",
+                                            "use_reference_cache",
+                                            "is_valid",
+                                            "verbose_errors",
+                                            "enable_profiling",
+                                            "enable_triton_detection",
+                                            "measure_performance",
+                                            "run_correctness",
+                                            "run_triton_detection",
+                                            "run_performance",
+                                            "cases_code",
+                                            "cases",
+                                            "workflow",
+                                            "resources",
+                                            "deadline_s",
+                                            "size",
+                                            "coverage_floor"};
 }  // namespace
 
 std::string KernelGymTimestamp() {
@@ -122,8 +153,11 @@ std::string KernelGymTimestamp() {
 }
 
 json ValidationErrorBody(const std::string& message) {
-  return {{"error", "RequestValidationError"}, {"message", message}, {"error_code", "VALIDATION_ERROR"},
-          {"task_id", nullptr},                {"timestamp", KernelGymTimestamp()}};
+  return {{"error", "RequestValidationError"},
+          {"message", message},
+          {"error_code", "VALIDATION_ERROR"},
+          {"task_id", nullptr},
+          {"timestamp", KernelGymTimestamp()}};
 }
 
 Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest* out) {
@@ -137,9 +171,12 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
 
   auto task_id = OptString(b, "task_id", &e);
   if (task_id) {
-    if (task_id->empty()) e.Add("task_id", "String should have at least 1 character", "string_too_short");
-    else if (task_id->size() > 100) e.Add("task_id", "String should have at most 100 characters", "string_too_long");
-    else r.task_id = *task_id;
+    if (task_id->empty())
+      e.Add("task_id", "String should have at least 1 character", "string_too_short");
+    else if (task_id->size() > 100)
+      e.Add("task_id", "String should have at most 100 characters", "string_too_long");
+    else
+      r.task_id = *task_id;
   } else if (require_task_id && IsNull(b, "task_id")) {
     e.Add("task_id", "Field required", "missing");
   }
@@ -160,8 +197,7 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
   if (adapter != "kernelbench")
     e.Add("backend_adapter", "Unknown backend adapter '" + adapter + "' (registered: kernelbench)", "value_error");
   r.backend = OptString(b, "backend", &e).value_or("triton");
-  if (r.backend != "triton" && r.backend != "cuda")
-    e.Add("backend", "Input should be 'triton' or 'cuda'", "enum");
+  if (r.backend != "triton" && r.backend != "cuda") e.Add("backend", "Input should be 'triton' or 'cuda'", "enum");
 
   r.num_correct_trials = IntField(b, "num_correct_trials", 5, 1, 20, &e);
   r.num_perf_trials = IntField(b, "num_perf_trials", 100, 1, 1000, &e);
@@ -195,16 +231,19 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
   if (!IsNull(b, "resources") && !b["resources"].is_object())
     e.Add("resources", "Input should be a valid dictionary", "dict_type");
   if (auto size = OptString(b, "size", &e)) r.size = *size;  // kgym: task size hint (e.g. "small")
-  if (!IsNull(b, "coverage_floor")) {  // kgym: GPU time coverage below this is reported
-    if (!b["coverage_floor"].is_number() || b["coverage_floor"].get<double>() < 0 || b["coverage_floor"].get<double>() > 1)
+  if (!IsNull(b, "coverage_floor")) {                        // kgym: GPU time coverage below this is reported
+    if (!b["coverage_floor"].is_number() || b["coverage_floor"].get<double>() < 0 ||
+        b["coverage_floor"].get<double>() > 1)
       e.Add("coverage_floor", "Input should be a number between 0 and 1", "less_than_equal");
-    else r.coverage_floor = b["coverage_floor"].get<double>();
+    else
+      r.coverage_floor = b["coverage_floor"].get<double>();
   }
   double deadline_s = 0;
   if (!IsNull(b, "deadline_s")) {
     if (!b["deadline_s"].is_number() || b["deadline_s"].get<double>() <= 0)
       e.Add("deadline_s", "Input should be a positive number of seconds", "greater_than");
-    else deadline_s = b["deadline_s"].get<double>();
+    else
+      deadline_s = b["deadline_s"].get<double>();
   }
 
   if (!e.list.empty()) return Status::InvalidArgument("Request validation failed: " + e.list.dump());
@@ -232,8 +271,8 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
     p.precheck_failure =
         ValidationFailure(r.task_id, Outcome::kInvalid, "use_reference_cache requires a uuid to key the cache");
   } else if (r.reference_code.find("class " + ep) == std::string::npos) {
-    p.precheck_failure = ValidationFailure(
-        r.task_id, Outcome::kInvalid, "Reference code validation failed: Code must contain a '" + ep + "' class");
+    p.precheck_failure = ValidationFailure(r.task_id, Outcome::kInvalid,
+                                           "Reference code validation failed: Code must contain a '" + ep + "' class");
   } else if (r.kernel_code.find("class " + ep + "New") == std::string::npos) {
     p.precheck_failure = ValidationFailure(r.task_id, Outcome::kCompileError,
                                            "Kernel code validation failed: Code must contain a '" + ep + "New' class");

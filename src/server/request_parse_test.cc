@@ -12,10 +12,20 @@ const char* kKernel = "import torch\nclass ModelNew(torch.nn.Module):\n  def for
 
 // The payload the Dr.Kernel reward client sends (research/kernelgym.md §1.10).
 json DrKernelPayload() {
-  return {{"task_id", "parallel_task_000001_abcdef12"}, {"reference_code", kRef}, {"kernel_code", kKernel},
-          {"backend", "triton"}, {"num_correct_trials", 5}, {"num_perf_trials", 100}, {"timeout", 300},
-          {"priority", "normal"}, {"entry_point", "Model"}, {"is_valid", false}, {"verbose_errors", true},
-          {"enable_profiling", true}, {"detect_decoy_kernel", true}, {"reference_backend", nullptr}};
+  return {{"task_id", "parallel_task_000001_abcdef12"},
+          {"reference_code", kRef},
+          {"kernel_code", kKernel},
+          {"backend", "triton"},
+          {"num_correct_trials", 5},
+          {"num_perf_trials", 100},
+          {"timeout", 300},
+          {"priority", "normal"},
+          {"entry_point", "Model"},
+          {"is_valid", false},
+          {"verbose_errors", true},
+          {"enable_profiling", true},
+          {"detect_decoy_kernel", true},
+          {"reference_backend", nullptr}};
 }
 
 TEST(ParseEvaluationRequest, AcceptsTheDrKernelPayload) {

@@ -28,7 +28,8 @@ Bm25Index Bm25Index::Build(const std::vector<std::string>& docs, Bm25Params para
     std::string norm = NormalizeForTokens(docs[d]);
     ForEachToken(norm, [&](std::string_view tok) {
       auto it = ix.vocab_.find(tok);
-      if (it == ix.vocab_.end()) it = ix.vocab_.emplace(std::string(tok), static_cast<uint32_t>(ix.vocab_.size())).first;
+      if (it == ix.vocab_.end())
+        it = ix.vocab_.emplace(std::string(tok), static_cast<uint32_t>(ix.vocab_.size())).first;
       ids.push_back(it->second);
     });
     ix.doc_len_[d] = static_cast<uint32_t>(ids.size());

@@ -76,10 +76,10 @@ class Bm25Index {
   };
   Bm25Params params_;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> vocab_;  // term -> id, first-occurrence order
-  std::vector<double> idf_;            // per term, after the floor
-  std::vector<float> max_weight_;      // per term: max over its postings of the float weight
+  std::vector<double> idf_;                                                 // per term, after the floor
+  std::vector<float> max_weight_;  // per term: max over its postings of the float weight
   std::vector<uint32_t> doc_len_;
-  std::vector<double> length_norm_;    // per doc: k1 * (1 - b + b * dl / avgdl), rank_bm25's operation order
+  std::vector<double> length_norm_;  // per doc: k1 * (1 - b + b * dl / avgdl), rank_bm25's operation order
   double avgdl_ = 0, average_idf_ = 0;
   // Postings (CSR by term; empty for terms with a dense row): documents ascending, weight = tf * (k1 + 1) /
   // (tf + length_norm) as float.
@@ -88,7 +88,7 @@ class Bm25Index {
   std::vector<float> post_weight_;
   // Dense rows of frequent terms: dense_row_[t] = row index or -1; row r is dense_weight_[r*N, (r+1)*N).
   std::vector<int32_t> dense_row_;
-  std::vector<uint32_t> df_;           // per term: documents containing it
+  std::vector<uint32_t> df_;  // per term: documents containing it
   std::vector<float> dense_weight_;
   // Forward index (CSR by document): term ids ascending with their tf, for exact rescoring.
   std::vector<uint64_t> fwd_off_;

@@ -89,8 +89,7 @@ std::string RandomText(std::mt19937& rng, int words, int vocab) {
   return s;
 }
 
-void ExpectSameRanking(const Bm25Index& ix, const ReferenceOkapi& ref, const std::string& q,
-                       std::vector<size_t> ks) {
+void ExpectSameRanking(const Bm25Index& ix, const ReferenceOkapi& ref, const std::string& q, std::vector<size_t> ks) {
   const auto ref_scores = ref.Scores(q);
   for (size_t k : ks) {
     auto got = ix.TopK(q, k);
@@ -137,8 +136,8 @@ TEST(Bm25Index, TinyLibraryFloorsNegativeIdfWithAverage) {
 }
 
 TEST(Bm25Index, RepeatedQueryTokensCountEachTime) {
-  std::vector<std::string> docs = {"reduce warp shuffle", "tile shared memory", "fuse epilogue",
-                                   "reduce tree order", "vectorize loads"};
+  std::vector<std::string> docs = {"reduce warp shuffle", "tile shared memory", "fuse epilogue", "reduce tree order",
+                                   "vectorize loads"};
   const auto ix = Bm25Index::Build(docs);
   const ReferenceOkapi ref(docs);
   const double once = ix.Score("reduce", 0);
@@ -173,9 +172,9 @@ TEST(Bm25Index, PruningKeepsExactTopKOnLargerCorpus) {
   }
   // Short queries mixing terms stored as dense rows (w0..w2 are in most documents) with rare ones: the shape for
   // which the scan stops early and only candidates get the remaining terms.
-  for (const char* q : {"w0 w1 w2 w1777 w2890", "w2 w2 w0 w1500 w2999 w2998 w1", "w2900 w0", "w0 w1 w2",
-                        "w2900 w2900 w2900 w2950 w2950 w2950 w30 w40 w50 w60 w0 w1",
-                        "w1999 w1999 w1999 w1999 w25 w35 w45 w0 w1 w2 w3"})
+  for (const char* q :
+       {"w0 w1 w2 w1777 w2890", "w2 w2 w0 w1500 w2999 w2998 w1", "w2900 w0", "w0 w1 w2",
+        "w2900 w2900 w2900 w2950 w2950 w2950 w30 w40 w50 w60 w0 w1", "w1999 w1999 w1999 w1999 w25 w35 w45 w0 w1 w2 w3"})
     ExpectSameRanking(ix, ref, q, {1, 5, 20});
 }
 

@@ -78,9 +78,12 @@ Regeneration Regenerate(const agent::Task& task, const nlohmann::json& task_mess
 }
 
 nlohmann::json RunJson(const VerificationRun& run, const VerifyOptions& v, const Regeneration& g) {
-  nlohmann::json j = {{"task", run.task_uid},          {"correct", run.correct},
-                      {"speedup", run.speedup},        {"turn1_speedup", run.turn1_speedup},
-                      {"passes", VerificationPasses(run, v)}, {"eval_task_id", g.eval_task_id}};
+  nlohmann::json j = {{"task", run.task_uid},
+                      {"correct", run.correct},
+                      {"speedup", run.speedup},
+                      {"turn1_speedup", run.turn1_speedup},
+                      {"passes", VerificationPasses(run, v)},
+                      {"eval_task_id", g.eval_task_id}};
   if (!g.error.empty()) j["error"] = g.error;
   return j;
 }
@@ -123,7 +126,8 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
   rep = nlohmann::json::object();
   const std::string marker = opts.run_dir + "/evolve.json";
   if (fs::exists(marker) && !opts.force)
-    return Status::InvalidArgument(marker + " exists: this run already fed the library (its usage counters would "
+    return Status::InvalidArgument(marker +
+                                   " exists: this run already fed the library (its usage counters would "
                                    "count twice); pass --force to evolve from it again");
 
   // 1. Trajectories and tasks.
@@ -162,9 +166,8 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
   if (!s.ok()) return s;
   const int64_t base_step = std::max<int64_t>(snap.step, 0);
   if (fs::exists(SnapshotPath(opts.library_dir, base_step + 1)))
-    return Status::InvalidArgument(SnapshotPath(opts.library_dir, base_step + 1) +
-                                   " exists: evolving step " + std::to_string(base_step) +
-                                   " would replace it; extend the newest snapshot instead");
+    return Status::InvalidArgument(SnapshotPath(opts.library_dir, base_step + 1) + " exists: evolving step " +
+                                   std::to_string(base_step) + " would replace it; extend the newest snapshot instead");
   rep["run_dir"] = opts.run_dir;
   rep["library"] = opts.library_dir;
   rep["base_step"] = snap.step;
@@ -192,8 +195,11 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
   for (const auto& [uid, c] : cases) {
     if (!tasks.count(uid)) continue;  // cannot verify without the task's reference
     case_list.push_back(&c);
-    cases_json.push_back({{"task", uid}, {"scheme", c.trajectory->scheme}, {"turn1_speedup", c.turn1_speedup},
-                          {"best_speedup", c.best_speedup}, {"best_turn", c.best_turn + 1},
+    cases_json.push_back({{"task", uid},
+                          {"scheme", c.trajectory->scheme},
+                          {"turn1_speedup", c.turn1_speedup},
+                          {"best_speedup", c.best_speedup},
+                          {"best_turn", c.best_turn + 1},
                           {"had_skills", c.trajectory->injected_skills.has_value()}});
   }
   rep["cases"] = cases_json;
@@ -231,8 +237,10 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
   nlohmann::json summaries_json = nlohmann::json::array();
   for (size_t i = 0; i < parsed.size(); ++i) {
     const size_t ci = i / s_per;
-    nlohmann::json sj = {{"task", case_list[ci]->trajectory->task_uid}, {"summary", i % s_per},
-                         {"call_found", parsed[i].call_found}, {"rejected", parsed[i].rejected}};
+    nlohmann::json sj = {{"task", case_list[ci]->trajectory->task_uid},
+                         {"summary", i % s_per},
+                         {"call_found", parsed[i].call_found},
+                         {"rejected", parsed[i].rejected}};
     if (!summary_errors[i].empty()) sj["error"] = summary_errors[i];
     sj["response"] = summary_responses[i];
     sj["reward"] = 0.0;  // daVinci's summary reward: verify_speedup of its best admitted skill (set below)
@@ -286,9 +294,9 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
     // On the origin task the candidate goes on top of what the winning scheme had; elsewhere it stands alone.
     const std::optional<std::string> base_inj =
         origin ? case_list[c.case_index]->trajectory->injected_skills : std::nullopt;
-    job_results[i] = Regenerate(*tasks.at(j.task), plain_messages.at(j.task),
-                                VerificationInjection(base_inj, c.skill.skill), "c" + std::to_string(j.cand),
-                                opts, llm, gym);
+    job_results[i] =
+        Regenerate(*tasks.at(j.task), plain_messages.at(j.task), VerificationInjection(base_inj, c.skill.skill),
+                   "c" + std::to_string(j.cand), opts, llm, gym);
   });
   for (size_t i = 0; i < jobs.size(); ++i) {
     Candidate& c = cands[jobs[i].cand];
@@ -298,7 +306,7 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
     run.correct = g.correct;
     run.speedup = g.speedup;
     run.turn1_speedup = jobs[i].task == c.skill.origin_task ? case_list[c.case_index]->turn1_speedup
-                                                             : baselines.at(jobs[i].task).speedup;
+                                                            : baselines.at(jobs[i].task).speedup;
     c.skill.runs.push_back(run);
     c.regens.push_back(g);
   }
@@ -309,8 +317,12 @@ Status RunEvolve(const EvolveOptions& opts, const agent::ChatClient& llm, agent:
     const Admission a = AdmitCandidate(c.skill, opts.verify);
     nlohmann::json runs = nlohmann::json::array();
     for (size_t r = 0; r < c.skill.runs.size(); ++r) runs.push_back(RunJson(c.skill.runs[r], opts.verify, c.regens[r]));
-    cands_json.push_back({{"task", c.skill.origin_task}, {"summary", c.summary}, {"name", c.skill.skill.name},
-                          {"runs", runs}, {"admitted", a.admitted}, {"verify_speedup", a.verify_speedup},
+    cands_json.push_back({{"task", c.skill.origin_task},
+                          {"summary", c.summary},
+                          {"name", c.skill.skill.name},
+                          {"runs", runs},
+                          {"admitted", a.admitted},
+                          {"verify_speedup", a.verify_speedup},
                           {"reason", a.reason}});
     if (a.admitted) {
       staging.Offer(c.skill.origin_task, c.skill.skill, a.verify_speedup);

@@ -11,8 +11,9 @@
 //   6. stage the best verified skill per task, flush: old skills (counters updated) + staged ones, names
 //      normalised, near-duplicates (BM25 similarity) dropped, written as the next snapshot.
 // A report of every decision is returned and written to RUN_DIR/evolve.json; each summary entry carries its
-// response text and daVinci's summary reward (the verify_speedup of its best admitted skill, else 0) for training. A run directory that already has
-// evolve.json is refused unless `force` (its usage counters would otherwise count twice).
+// response text and daVinci's summary reward (the verify_speedup of its best admitted skill, else 0) for training. A
+// run directory that already has evolve.json is refused unless `force` (its usage counters would otherwise count
+// twice).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,21 +31,21 @@ namespace kgym::skills {
 struct EvolveOptions {
   std::string run_dir;
   std::string library_dir;
-  std::string tasks_path;   // "" = the "tasks" entry of RUN_DIR/config.json
-  int64_t step = -1;        // snapshot to extend (newest <= step; -1 newest); the result is written as step + 1
+  std::string tasks_path;  // "" = the "tasks" entry of RUN_DIR/config.json
+  int64_t step = -1;       // snapshot to extend (newest <= step; -1 newest); the result is written as step + 1
   TriggerOptions trigger;
   SummaryOptions summary;
   VerifyOptions verify;
   FlushOptions flush;
-  int summaries_per_task = 8;          // s
+  int summaries_per_task = 8;              // s
   agent::SamplingParams summary_sampling;  // daVinci: temperature 1.0, 2048 new tokens
   agent::SamplingParams verify_sampling;   // greedy: temperature 0, 8192 new tokens
-  EvalRequest eval;                    // template for verification evaluations (device, trials, timeout)
+  EvalRequest eval;                        // template for verification evaluations (device, trials, timeout)
   double usage_success_speedup = 1.0;
-  int concurrency = 8;                 // LLM calls / evaluations in flight
+  int concurrency = 8;  // LLM calls / evaluations in flight
   bool send_tool_schema = true;
   bool force = false;
-  uint64_t seed = 0;                   // second-task choice
+  uint64_t seed = 0;  // second-task choice
   EvolveOptions() {
     summary_sampling.temperature = 1.0;
     summary_sampling.top_p = 1.0;

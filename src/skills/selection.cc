@@ -86,14 +86,13 @@ nlohmann::json SelectSkillsTool(const SelectionOptions& opts) {
 }
 
 nlohmann::json BuildSelectionMessages(const std::string& task_description,
-                                      const std::vector<const SkillRecord*>& candidates,
-                                      const SelectionOptions& opts) {
+                                      const std::vector<const SkillRecord*>& candidates, const SelectionOptions& opts) {
   const std::string k = std::to_string(opts.top_k_select);
   std::string user = "## Task\n\n" + task_description + "\n\n---\n\n## Candidate Skills (from the library)\n\n" +
                      RenderCandidateList(candidates) + "\n\n---\n\nCall `select_skills` with the top " + k +
                      " skills for this task.";
-  return nlohmann::json::array({{{"role", "system"}, {"content", Replace(kSelectionSystem, "{K}", k)}},
-                                {{"role", "user"}, {"content", user}}});
+  return nlohmann::json::array(
+      {{{"role", "system"}, {"content", Replace(kSelectionSystem, "{K}", k)}}, {{"role", "user"}, {"content", user}}});
 }
 
 std::vector<std::string> ParseSelection(const std::string& llm_text, const SkillLibrary& lib) {

@@ -18,9 +18,9 @@
 namespace kgym::skills {
 
 struct SelectionOptions {
-  size_t top_bm25 = 20;       // BM25 candidates shown to the selector
-  size_t max_shown = 30;      // fallback: at most this many skills when BM25 finds nothing
-  size_t top_k_select = 3;    // skills the selector may pick (schema maxItems)
+  size_t top_bm25 = 20;     // BM25 candidates shown to the selector
+  size_t max_shown = 30;    // fallback: at most this many skills when BM25 finds nothing
+  size_t top_k_select = 3;  // skills the selector may pick (schema maxItems)
   size_t max_query_chars = 100000;
 };
 

@@ -26,7 +26,8 @@ const char kPrompt[] =
     "architecture ModelNew.\n\nExample: Optimize the architecture named Model again.";
 
 TEST(Selection, TaskQueryIsFirstUserMessageTruncated) {
-  nlohmann::json m = {{{"role", "system"}, {"content", "sys"}}, {{"role", "user"}, {"content", "abcdef"}},
+  nlohmann::json m = {{{"role", "system"}, {"content", "sys"}},
+                      {{"role", "user"}, {"content", "abcdef"}},
                       {{"role", "user"}, {"content", "later"}}};
   EXPECT_EQ(TaskQuery(m), "abcdef");
   EXPECT_EQ(TaskQuery(m, 3), "abc");
@@ -68,7 +69,9 @@ TEST(Selection, ParseKeepsOnlyLibraryNamesOnce) {
   EXPECT_EQ(ParseSelection(text, lib), (std::vector<std::string>{"skill_2", "skill_0"}));
   EXPECT_TRUE(ParseSelection("I pick skill_0", lib).empty());
   EXPECT_TRUE(ParseSelection("<tool_call>{\"name\": \"select_skills\", \"arguments\": {\"selected_skills\": 3}}"
-                             "</tool_call>", lib).empty());
+                             "</tool_call>",
+                             lib)
+                  .empty());
 }
 
 TEST(Selection, ParseSkipsMalformedItems) {

@@ -7,7 +7,7 @@
 namespace kgym::skills {
 namespace {
 
-const char* const kKnownFields[] = {"name",          "description", "scope", "tags", "content",
+const char* const kKnownFields[] = {"name",           "description", "scope", "tags",     "content",
                                     "verify_speedup", "source_uuid", "uses",  "successes"};
 
 bool IsKnown(const std::string& key) {

@@ -17,14 +17,14 @@
 namespace kgym::skills {
 
 struct SkillRecord {
-  std::string name;         // unique within a snapshot; snake_case after NormalizeSkillName
-  std::string description;  // one line
+  std::string name;               // unique within a snapshot; snake_case after NormalizeSkillName
+  std::string description;        // one line
   std::string scope = "general";  // "general" or "task_specific/<type>"
   std::vector<std::string> tags;
-  std::string content;      // Markdown body (## Motivation, ## Key Idea, ## Example)
-  std::optional<double> verify_speedup;  // speedup of the verification run that admitted the skill
+  std::string content;                     // Markdown body (## Motivation, ## Key Idea, ## Example)
+  std::optional<double> verify_speedup;    // speedup of the verification run that admitted the skill
   std::optional<std::string> source_uuid;  // offline-seeded skills: id of the source trajectory
-  int64_t uses = 0;       // times the skill was injected into a policy prompt (kgym extension)
+  int64_t uses = 0;                        // times the skill was injected into a policy prompt (kgym extension)
   int64_t successes = 0;  // of those, how many trajectories met the caller's success rule (kgym extension)
   nlohmann::json extra = nlohmann::json::object();  // unknown fields, preserved
 

@@ -27,9 +27,8 @@ TEST(SkillRecord, ValidationNamesTheBadField) {
   struct Case {
     const char* field;
     nlohmann::json value;
-  } cases[] = {{"name", ""},          {"description", 3},         {"scope", "specific"},
-               {"content", "  \n"},   {"tags", "reduction"},      {"verify_speedup", -1.0},
-               {"uses", 1.5},         {"scope", "task_specific/"}};
+  } cases[] = {{"name", ""},          {"description", 3},       {"scope", "specific"}, {"content", "  \n"},
+               {"tags", "reduction"}, {"verify_speedup", -1.0}, {"uses", 1.5},         {"scope", "task_specific/"}};
   for (const auto& c : cases) {
     auto j = Good();
     j[c.field] = c.value;

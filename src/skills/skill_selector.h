@@ -29,8 +29,8 @@
 namespace kgym::skills {
 
 struct SkillSelectorOptions {
-  int selections = 3;        // k: selection calls (and injected schemes) per task
-  bool null_scheme = true;   // add scheme k without skills
+  int selections = 3;              // k: selection calls (and injected schemes) per task
+  bool null_scheme = true;         // add scheme k without skills
   agent::SamplingParams sampling;  // daVinci: temperature 1.0, 1024 new tokens
   SelectionOptions selection;
   bool send_tool_schema = true;  // pass select_skills as "tools" in the request (chat templates render it)

@@ -13,11 +13,11 @@
 namespace kgym::skills {
 
 struct LoadedSnapshot {
-  int64_t step = -1;   // -1 when no snapshot qualified (the library is then empty)
-  std::string path;    // file that was read, "" if none
+  int64_t step = -1;  // -1 when no snapshot qualified (the library is then empty)
+  std::string path;   // file that was read, "" if none
   std::vector<SkillRecord> skills;
-  int skipped_lines = 0;     // lines that were not valid records (daVinci skips them too)
-  int duplicate_names = 0;   // later occurrences of a name already read (first occurrence wins)
+  int skipped_lines = 0;    // lines that were not valid records (daVinci skips them too)
+  int duplicate_names = 0;  // later occurrences of a name already read (first occurrence wins)
 };
 
 // Path of the snapshot for `step` inside `dir`.

@@ -37,8 +37,8 @@ std::string Lower(std::string s) {
 
 bool NonEmptyString(const nlohmann::json& item, const char* key) {
   auto it = item.find(key);
-  return it != item.end() && it->is_string() && it->get<std::string>().find_first_not_of(" \t\r\n") !=
-                                                     std::string::npos;
+  return it != item.end() && it->is_string() &&
+         it->get<std::string>().find_first_not_of(" \t\r\n") != std::string::npos;
 }
 
 }  // namespace
@@ -113,10 +113,9 @@ nlohmann::json BuildSummaryMessages(const SummaryCase& c, const SummaryOptions& 
                                 : "(no skills were injected — null scheme was used)";
   const std::string m = std::to_string(opts.max_new_skills);
   std::string user = "## Task\n\n" + task + "\n\n## Skills Already Given to the Policy Agent\n\n" + given +
-                     "\n\n## Turn 1 Result (speedup: " + Fmt2(c.turn1_speedup) + "x)\n\n```python\n" +
-                     t.turns[0].code + "\n```\n\n## Best Turn Result (speedup: " + Fmt2(c.best_speedup) +
-                     "x)\n\n```python\n" + t.turns[c.best_turn].code +
-                     "\n```\n\nCall `update_skill_library` with at most " + m +
+                     "\n\n## Turn 1 Result (speedup: " + Fmt2(c.turn1_speedup) + "x)\n\n```python\n" + t.turns[0].code +
+                     "\n```\n\n## Best Turn Result (speedup: " + Fmt2(c.best_speedup) + "x)\n\n```python\n" +
+                     t.turns[c.best_turn].code + "\n```\n\nCall `update_skill_library` with at most " + m +
                      " new general skills that explain the improvement and would help on OTHER tasks.";
   std::string system = kSummarySystem;
   system.replace(system.find("{M}"), 3, m);

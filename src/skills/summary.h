@@ -34,9 +34,9 @@ struct Trajectory {
 double TurnSpeedup(const TurnOutcome& t);
 
 struct TriggerOptions {
-  double improve_over_turn1 = 1.2;   // best >= turn1 * this
-  double min_absolute = 1.2;         // best >= this (vs. eager PyTorch)
-  bool require_turn1_correct = true; // turn1 > 0
+  double improve_over_turn1 = 1.2;    // best >= turn1 * this
+  double min_absolute = 1.2;          // best >= this (vs. eager PyTorch)
+  bool require_turn1_correct = true;  // turn1 > 0
 };
 
 struct SummaryCase {
@@ -55,7 +55,7 @@ std::map<std::string, SummaryCase> SelectSummaryCases(const std::vector<Trajecto
                                                       const TriggerOptions& opts = {});
 
 struct SummaryOptions {
-  size_t max_new_skills = 2;           // M: per call
+  size_t max_new_skills = 2;  // M: per call
   size_t max_task_chars = 400000;
 };
 

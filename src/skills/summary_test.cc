@@ -17,11 +17,11 @@ Trajectory Traj(const std::string& task, int scheme, std::vector<std::pair<bool,
 
 TEST(SummaryTrigger, Rule) {
   TriggerOptions o;
-  EXPECT_TRUE(Qualifies(Traj("a", 0, {{true, 1.0}, {true, 1.2}}), o));          // exactly 1.2x and 1.2 abs
-  EXPECT_FALSE(Qualifies(Traj("a", 0, {{true, 1.0}, {true, 1.19}}), o));        // below 1.2 absolute
-  EXPECT_FALSE(Qualifies(Traj("a", 0, {{true, 1.5}, {true, 1.7}}), o));         // 1.13x over turn 1
-  EXPECT_FALSE(Qualifies(Traj("a", 0, {{false, 0.9}, {true, 3.0}}), o));        // turn 1 incorrect
-  EXPECT_FALSE(Qualifies(Traj("a", 0, {{true, 1.0}, {false, 5.0}}), o));        // incorrect turns count as 0
+  EXPECT_TRUE(Qualifies(Traj("a", 0, {{true, 1.0}, {true, 1.2}}), o));    // exactly 1.2x and 1.2 abs
+  EXPECT_FALSE(Qualifies(Traj("a", 0, {{true, 1.0}, {true, 1.19}}), o));  // below 1.2 absolute
+  EXPECT_FALSE(Qualifies(Traj("a", 0, {{true, 1.5}, {true, 1.7}}), o));   // 1.13x over turn 1
+  EXPECT_FALSE(Qualifies(Traj("a", 0, {{false, 0.9}, {true, 3.0}}), o));  // turn 1 incorrect
+  EXPECT_FALSE(Qualifies(Traj("a", 0, {{true, 1.0}, {false, 5.0}}), o));  // incorrect turns count as 0
   SummaryCase c;
   ASSERT_TRUE(Qualifies(Traj("a", 0, {{true, 0.5}, {true, 2.0}, {true, 1.5}}), o, &c));
   EXPECT_EQ(c.best_turn, 1u);
@@ -60,16 +60,17 @@ nlohmann::json Item(const std::string& name, const std::string& content) {
 }
 
 std::string Call(const nlohmann::json& skills) {
-  return "<tool_call>" + nlohmann::json{{"name", "update_skill_library"},
-                                        {"arguments", {{"think", "t"}, {"new_skills", skills}}}}.dump() +
+  return "<tool_call>" +
+         nlohmann::json{{"name", "update_skill_library"}, {"arguments", {{"think", "t"}, {"new_skills", skills}}}}
+             .dump() +
          "</tool_call>";
 }
 
 TEST(Summary, LazySkillFilter) {
-  for (const char* lazy : {"Fall back to PyTorch for the reduction.", "Just use torch.compile here.",
-                           "Use cuBLAS instead.", "Avoid writing a custom kernel when small.",
-                           "Don't write Triton for this.", "Skip the computation of masked rows.",
-                           "Eliminate the kernel entirely.", "drop the kernel"}) {
+  for (const char* lazy :
+       {"Fall back to PyTorch for the reduction.", "Just use torch.compile here.", "Use cuBLAS instead.",
+        "Avoid writing a custom kernel when small.", "Don't write Triton for this.",
+        "Skip the computation of masked rows.", "Eliminate the kernel entirely.", "drop the kernel"}) {
     SkillRecord s;
     s.name = "x";
     s.description = "d";

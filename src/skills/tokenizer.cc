@@ -13,12 +13,12 @@ bool AsciiPunct(unsigned char c) {
 size_t UnicodeSpaceLen(std::string_view s, size_t i) {
   auto at = [&](size_t k) -> unsigned char { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0; };
   unsigned char c0 = at(0), c1 = at(1), c2 = at(2);
-  if (c0 == 0xC2 && (c1 == 0x85 || c1 == 0xA0)) return 2;            // U+0085, U+00A0
-  if (c0 == 0xE1 && c1 == 0x9A && c2 == 0x80) return 3;              // U+1680
+  if (c0 == 0xC2 && (c1 == 0x85 || c1 == 0xA0)) return 2;  // U+0085, U+00A0
+  if (c0 == 0xE1 && c1 == 0x9A && c2 == 0x80) return 3;    // U+1680
   if (c0 == 0xE2 && c1 == 0x80 && ((c2 >= 0x80 && c2 <= 0x8A) || c2 == 0xA8 || c2 == 0xA9 || c2 == 0xAF))
-    return 3;                                                        // U+2000-200A, U+2028, U+2029, U+202F
-  if (c0 == 0xE2 && c1 == 0x81 && c2 == 0x9F) return 3;              // U+205F
-  if (c0 == 0xE3 && c1 == 0x80 && c2 == 0x80) return 3;              // U+3000
+    return 3;                                            // U+2000-200A, U+2028, U+2029, U+202F
+  if (c0 == 0xE2 && c1 == 0x81 && c2 == 0x9F) return 3;  // U+205F
+  if (c0 == 0xE3 && c1 == 0x80 && c2 == 0x80) return 3;  // U+3000
   return 0;
 }
 

@@ -104,12 +104,22 @@ class PyLiteral {
         char e = s_[i_ + 1];
         i_ += 2;
         switch (e) {
-          case 'n': out += '\n'; break;
-          case 't': out += '\t'; break;
-          case 'r': out += '\r'; break;
-          case '0': out += '\0'; break;
-          case '\n': break;
-          default: out += e;  // \\, \', \" and unknown escapes keep the character
+          case 'n':
+            out += '\n';
+            break;
+          case 't':
+            out += '\t';
+            break;
+          case 'r':
+            out += '\r';
+            break;
+          case '0':
+            out += '\0';
+            break;
+          case '\n':
+            break;
+          default:
+            out += e;  // \\, \', \" and unknown escapes keep the character
         }
         continue;
       }

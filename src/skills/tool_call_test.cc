@@ -53,13 +53,14 @@ TEST(ToolCall, MalformedTextGivesNoCall) {
 TEST(ToolCall, TruncatedAndPartialCalls) {
   // A generation cut off after its arguments but before the closing tags still counts (the arguments are whole);
   // one cut off inside a parameter or inside the JSON loses that parameter or the call.
-  auto cut = FindToolCall("<tool_call>\n<function=select_skills>\n<parameter=think>\nx\n</parameter>\n",
-                          "select_skills");
+  auto cut =
+      FindToolCall("<tool_call>\n<function=select_skills>\n<parameter=think>\nx\n</parameter>\n", "select_skills");
   ASSERT_TRUE(cut);
   EXPECT_EQ(cut->arguments["think"], "x");
-  cut = FindToolCall("<tool_call>\n<function=select_skills>\n<parameter=think>\nx\n</parameter>\n"
-                     "<parameter=selected_skills>\n[{\"name\": \"a\"}",
-                     "select_skills");
+  cut = FindToolCall(
+      "<tool_call>\n<function=select_skills>\n<parameter=think>\nx\n</parameter>\n"
+      "<parameter=selected_skills>\n[{\"name\": \"a\"}",
+      "select_skills");
   ASSERT_TRUE(cut);
   EXPECT_FALSE(cut->arguments.contains("selected_skills"));
   EXPECT_TRUE(FindToolCall("<tool_call>{\"name\": \"select_skills\", \"arguments\": {}}", "select_skills"));

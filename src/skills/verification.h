@@ -24,8 +24,8 @@ namespace kgym::skills {
 std::string VerificationInjection(const std::optional<std::string>& original_injected, const SkillRecord& skill);
 
 struct VerifyOptions {
-  double min_absolute = 1.2;       // speedup >= this
-  double min_vs_turn1 = 1.2;       // speedup >= turn1 * this
+  double min_absolute = 1.2;         // speedup >= this
+  double min_vs_turn1 = 1.2;         // speedup >= turn1 * this
   bool require_second_task = false;  // also pass on a task other than the one the skill came from
 };
 
@@ -91,9 +91,9 @@ struct FlushOptions {
 };
 
 struct FlushResult {
-  std::vector<SkillRecord> skills;       // the complete next snapshot
-  std::vector<std::string> added;        // final names of new skills
-  std::vector<std::string> duplicates;   // "<staged name> ~ <existing name>" for rejected near-duplicates
+  std::vector<SkillRecord> skills;      // the complete next snapshot
+  std::vector<std::string> added;       // final names of new skills
+  std::vector<std::string> duplicates;  // "<staged name> ~ <existing name>" for rejected near-duplicates
 };
 
 // Old skills (usage counters applied) followed by the staged ones: name normalised (NormalizeSkillName), "_1",

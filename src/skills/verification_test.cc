@@ -70,11 +70,13 @@ TEST(Verification, StagingKeepsBestPerTaskAndFlushNormalisesNames) {
 
 TEST(Verification, NearDuplicatesAreRejected) {
   std::vector<SkillRecord> lib = {
-      Skill("online_softmax", "## Key Idea\nKeep a running max and a running sum, rescale the sum whenever the "
-                              "max grows, and fuse the exponent into a single pass over the row."),
+      Skill("online_softmax",
+            "## Key Idea\nKeep a running max and a running sum, rescale the sum whenever the "
+            "max grows, and fuse the exponent into a single pass over the row."),
       Skill("tile_matmul", "## Key Idea\nStage tiles of A and B through shared memory and accumulate in registers.")};
-  auto dup = Skill("one_pass_softmax", "## Key Idea\nKeep a running max and a running sum, rescale the sum when "
-                                       "the max grows, fusing the exponent into one pass over the row.");
+  auto dup = Skill("one_pass_softmax",
+                   "## Key Idea\nKeep a running max and a running sum, rescale the sum when "
+                   "the max grows, fusing the exponent into one pass over the row.");
   auto fresh = Skill("bank_conflicts", "## Key Idea\nPad shared arrays by one column to avoid bank conflicts.");
   EXPECT_EQ(NearDuplicateOf(lib, dup, 0.6), "online_softmax");
   EXPECT_FALSE(NearDuplicateOf(lib, fresh, 0.6));

@@ -11,9 +11,12 @@ namespace kgym {
 
 const char* JobStateName(JobState s) {
   switch (s) {
-    case JobState::kQueued: return "queued";
-    case JobState::kRunning: return "running";
-    case JobState::kDone: return "done";
+    case JobState::kQueued:
+      return "queued";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kDone:
+      return "done";
   }
   return "queued";
 }
@@ -104,9 +107,12 @@ Status SqliteError(sqlite3* db) { return Status::IOError(std::string("sqlite: ")
 // The WHERE clause of a JobQuery; ?1 is id_contains, ?2 the outcome label.
 std::string QueryFilter(const JobQuery& q) {
   std::string where = "(?1 = '' OR instr(id, ?1) > 0)";
-  if (q.outcome == "queued") where += " AND state = 0";
-  else if (q.outcome == "running") where += " AND state = 1";
-  else if (!q.outcome.empty()) where += " AND outcome = ?2";  // labelled = done: served by jobs_outcome alone
+  if (q.outcome == "queued")
+    where += " AND state = 0";
+  else if (q.outcome == "running")
+    where += " AND state = 1";
+  else if (!q.outcome.empty())
+    where += " AND outcome = ?2";  // labelled = done: served by jobs_outcome alone
   return where;
 }
 }  // namespace
@@ -168,8 +174,8 @@ Status JobStore::Prepare(const char* sql, sqlite3_stmt** stmt) {
 
 Status JobStore::Open(const std::string& path, const StoreOptions& options, std::unique_ptr<JobStore>* out) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -349,7 +355,8 @@ Status JobStore::CountByState(std::map<JobState, int64_t>* counts) {
   Status s = Prepare("SELECT state, COUNT(*) FROM jobs GROUP BY state", &st);
   if (!s.ok()) return s;
   counts->clear();
-  while (sqlite3_step(st) == SQLITE_ROW) (*counts)[StateFromInt(sqlite3_column_int(st, 0))] = sqlite3_column_int64(st, 1);
+  while (sqlite3_step(st) == SQLITE_ROW)
+    (*counts)[StateFromInt(sqlite3_column_int(st, 0))] = sqlite3_column_int64(st, 1);
   sqlite3_finalize(st);
   return Status::Ok();
 }
@@ -366,8 +373,9 @@ Status JobStore::Migrate() {
   sqlite3_finalize(st);
   if (!has_labels) {
     // A store written before the labels existed: add them and label its finished jobs in one transaction.
-    s = Exec("BEGIN IMMEDIATE; ALTER TABLE jobs ADD COLUMN outcome TEXT NOT NULL DEFAULT ''; "
-             "ALTER TABLE jobs ADD COLUMN hack_family TEXT NOT NULL DEFAULT '';");
+    s = Exec(
+        "BEGIN IMMEDIATE; ALTER TABLE jobs ADD COLUMN outcome TEXT NOT NULL DEFAULT ''; "
+        "ALTER TABLE jobs ADD COLUMN hack_family TEXT NOT NULL DEFAULT '';");
     sqlite3_stmt *read = nullptr, *write = nullptr;
     if (s.ok()) s = Prepare("SELECT id, result FROM jobs WHERE state = 2", &read);
     if (s.ok()) s = Prepare("UPDATE jobs SET outcome = ?2, hack_family = ?3 WHERE id = ?1", &write);

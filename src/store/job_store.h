@@ -37,7 +37,7 @@ struct JobRecord {
   std::string device;        // where it ran last
   std::string result_json;   // EvalResult::ToJson(false) once done; "" before
   double created_at = 0, started_at = 0, finished_at = 0;  // unix seconds; 0 = not yet
-  int completions = 0;       // results accepted for this job over its life (all generations)
+  int completions = 0;  // results accepted for this job over its life (all generations)
   // Set with the result: the label it is listed and counted under (OutcomeLabel) and, for "hacked", the hack's
   // family (core/evaluation.h HackFamily). "" before.
   std::string outcome, hack_family;
@@ -95,8 +95,7 @@ class JobStore {
 
   // Stores the result of generation `generation`. *applied is false (and nothing changes) when the job is
   // already done or the generation is stale: completion is exactly-once per generation.
-  Status Complete(const std::string& id, int64_t generation, const std::string& result_json, double now,
-                  bool* applied);
+  Status Complete(const std::string& id, int64_t generation, const std::string& result_json, double now, bool* applied);
 
   Status Get(const std::string& id, JobRecord* out);
 

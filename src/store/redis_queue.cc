@@ -137,8 +137,7 @@ RedisJobQueue::~RedisJobQueue() {
   if (ctx_) redisFree(ctx_);
 }
 
-Status RedisJobQueue::Connect(const std::string& url, const std::string& prefix,
-                              std::unique_ptr<RedisJobQueue>* out) {
+Status RedisJobQueue::Connect(const std::string& url, const std::string& prefix, std::unique_ptr<RedisJobQueue>* out) {
   RedisAddress a;
   Status s = ParseRedisUrl(url, &a);
   if (!s.ok()) return s;
@@ -208,8 +207,7 @@ Status RedisJobQueue::Claim(const std::string& worker, int64_t lease_ms, std::op
   return Status::Ok();
 }
 
-Status RedisJobQueue::Heartbeat(const std::string& id, const std::string& worker, int64_t lease_ms,
-                                LeaseState* state) {
+Status RedisJobQueue::Heartbeat(const std::string& id, const std::string& worker, int64_t lease_ms, LeaseState* state) {
   Reply r;
   Status s = Eval(kHeartbeat, {prefix_ + ":job:" + id, prefix_ + ":leases"},
                   {id, worker, std::to_string(NowMs()), std::to_string(lease_ms)}, &r);
@@ -231,8 +229,8 @@ Status RedisJobQueue::Complete(const std::string& id, const std::string& worker,
 
 Status RedisJobQueue::ReapExpiredLeases(int* requeued) {
   Reply r;
-  Status s = Eval(kReap, {prefix_ + ":leases", prefix_ + ":queue", prefix_ + ":seq"},
-                  {std::to_string(NowMs()), prefix_}, &r);
+  Status s =
+      Eval(kReap, {prefix_ + ":leases", prefix_ + ":queue", prefix_ + ":seq"}, {std::to_string(NowMs()), prefix_}, &r);
   if (!s.ok()) return s;
   *requeued = static_cast<int>(r.r->integer);
   return Status::Ok();

@@ -55,8 +55,7 @@ class RedisJobQueue {
 
   // Enqueues generation `generation` of job `id` unless that generation is already queued, running or done
   // in Redis (*enqueued tells which). Priority: 0 low, 1 normal, 2 high.
-  Status Enqueue(const std::string& id, int64_t generation, int priority, const std::string& payload,
-                 bool* enqueued);
+  Status Enqueue(const std::string& id, int64_t generation, int priority, const std::string& payload, bool* enqueued);
 
   // Takes the best queued job and leases it to `worker` for lease_ms. nullopt when the queue is empty.
   Status Claim(const std::string& worker, int64_t lease_ms, std::optional<ClaimedJob>* job);

@@ -30,8 +30,8 @@ class RedisTestServer {
       int devnull = open("/dev/null", O_WRONLY);
       dup2(devnull, 1);
       dup2(devnull, 2);
-      execl(bin, bin, "--port", port.c_str(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-            "--daemonize", "no", "--loglevel", "warning", static_cast<char*>(nullptr));
+      execl(bin, bin, "--port", port.c_str(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize",
+            "no", "--loglevel", "warning", static_cast<char*>(nullptr));
       _exit(127);
     }
     for (int i = 0; i < 100; ++i) {

@@ -6,9 +6,10 @@ namespace kgym::train {
 
 std::string SharedEvalBackend::Key(const EvalRequest& r) {
   const bool rerun = r.task_id.size() >= 6 && r.task_id.compare(r.task_id.size() - 6, 6, "-rerun") == 0;
-  nlohmann::json k = {r.reference_code, r.kernel_code, r.entry_point, r.backend, r.device, r.device_index,
-                      r.num_correct_trials, r.num_perf_trials, r.num_warmup, r.reference_backend, r.size,
-                      r.atol, r.rtol, r.detect_decoy, r.train_mode, rerun};
+  nlohmann::json k = {
+      r.reference_code,  r.kernel_code, r.entry_point,       r.backend, r.device, r.device_index, r.num_correct_trials,
+      r.num_perf_trials, r.num_warmup,  r.reference_backend, r.size,    r.atol,   r.rtol,         r.detect_decoy,
+      r.train_mode,      rerun};
   return k.dump();
 }
 

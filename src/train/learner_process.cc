@@ -47,7 +47,7 @@ std::string TrainPackages() {
 }
 
 std::vector<std::string> Argv(const LearnerLaunch& l, const std::string& python) {
-  std::vector<std::string> a = {python, "-u", "-m", "kgym_train", "serve", "--config", l.config_path,
+  std::vector<std::string> a = {python,   "-u",   "-m",     "kgym_train",           "serve",  "--config", l.config_path,
                                 "--host", l.host, "--port", std::to_string(l.port), "--name", l.name};
   if (!l.model.empty()) a.insert(a.end(), {"--model", l.model});
   if (!l.resume.empty()) a.insert(a.end(), {"--resume", l.resume});
@@ -135,7 +135,8 @@ Status RunLearnerCommand(const std::string& python, const std::vector<std::strin
     return Status::NotFound("cannot run " + python + " -m kgym_train (interpreter missing?)");
   return Status::Internal(python + " -m kgym_train " + (args.empty() ? "" : args[0]) + " failed (" +
                           (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
-                                             : "signal " + std::to_string(WTERMSIG(status))) + ")");
+                                             : "signal " + std::to_string(WTERMSIG(status))) +
+                          ")");
 }
 
 LearnerProcess::~LearnerProcess() { Stop(); }
@@ -184,7 +185,8 @@ Status LearnerProcess::Start(const LearnerLaunch& l) {
       return Status::Internal("the learner exited during startup (" + python + " -m kgym_train serve); its log " +
                               l.log_path + " ends with:\n" + Tail(l.log_path));
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       close(log_fd);
       Stop();
@@ -244,8 +246,7 @@ Status CallJson(const std::string& url, const nlohmann::json& body, nlohmann::js
   nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
   if (r.status != 200) {
     std::string msg = r.body.substr(0, 2000);
-    if (!j.is_discarded() && j.contains("error") && j["error"].is_object())
-      msg = j["error"].value("message", msg);
+    if (!j.is_discarded() && j.contains("error") && j["error"].is_object()) msg = j["error"].value("message", msg);
     return r.status >= 500 ? Status::Internal(url + " failed: " + msg)
                            : Status::InvalidArgument(url + " refused the request: " + msg);
   }

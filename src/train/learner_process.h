@@ -21,16 +21,16 @@
 namespace kgym::train {
 
 struct LearnerLaunch {
-  std::string python;            // interpreter; empty = $KGYM_PYTHON, else python3
-  std::string config_path;       // the resolved config (JSON) the learner reads
-  std::string model;             // --model: a checkpoint folder to serve instead of the config's model
-  std::string resume;            // --resume: a training checkpoint (weights, optimizer, RNG)
-  bool train = false;            // --train: accept train steps
-  std::string tensorboard_dir;   // --out-dir for /kgym/metrics ("" = none)
+  std::string python;           // interpreter; empty = $KGYM_PYTHON, else python3
+  std::string config_path;      // the resolved config (JSON) the learner reads
+  std::string model;            // --model: a checkpoint folder to serve instead of the config's model
+  std::string resume;           // --resume: a training checkpoint (weights, optimizer, RNG)
+  bool train = false;           // --train: accept train steps
+  std::string tensorboard_dir;  // --out-dir for /kgym/metrics ("" = none)
   std::string host = "127.0.0.1";
-  int port = 0;                  // 0 = a free port the learner picks
+  int port = 0;  // 0 = a free port the learner picks
   std::string name = "kgym-policy";
-  std::string log_path;          // child's stdout + stderr (appended)
+  std::string log_path;  // child's stdout + stderr (appended)
   double startup_timeout_s = 600;
 };
 
@@ -59,7 +59,8 @@ class LearnerProcess {
 
   // POST `body` (or GET when body is null) to `path`; `reply` gets the JSON reply. A non-200 reply is an error
   // carrying the learner's message.
-  Status Call(const std::string& path, const nlohmann::json& body, nlohmann::json* reply, double timeout_s = 3600) const;
+  Status Call(const std::string& path, const nlohmann::json& body, nlohmann::json* reply,
+              double timeout_s = 3600) const;
 
  private:
   pid_t pid_ = -1;

@@ -63,8 +63,8 @@ void MismatchMetrics(const TrainBatch& b, const std::vector<std::vector<double>>
     for (size_t j = 0; j < lp[i].size(); ++j) {
       const double d = lp[i][j] - b.rows[i].rollout_logprobs[j];  // log pi_train - log pi_rollout
       abs_d.push_back(std::fabs(d));
-      kl += -d;                           // E_rollout[log mu - log pi]
-      k3 += std::exp(d) - 1.0 - d;        // the k3 estimator of KL(mu || pi)
+      kl += -d;                     // E_rollout[log mu - log pi]
+      k3 += std::exp(d) - 1.0 - d;  // the k3 estimator of KL(mu || pi)
       n += 1;
     }
   }
@@ -131,7 +131,8 @@ Status RlStepOptionsFromConfig(const nlohmann::json& cfg, int64_t step, RlStepOp
   }
   o.prs_options.threshold = at("algorithm.coverage_rs_threshold").get<double>();
   o.prs_options.factor = at("algorithm.coverage_rs_factor").get<double>();
-  o.prs_options.seed = static_cast<uint64_t>(at("trainer.seed").get<int64_t>()) * 1000003u + static_cast<uint64_t>(step);
+  o.prs_options.seed =
+      static_cast<uint64_t>(at("trainer.seed").get<int64_t>()) * 1000003u + static_cast<uint64_t>(step);
   o.group_filter = at("algorithm.rejection_sample").get<bool>();
   o.filter.min_group_size = 1;
   o.reward_shuffle = at("algorithm.reward_shuffle").get<bool>();
@@ -181,7 +182,8 @@ Status RunRlStep(const TrainBatch& b, const std::vector<std::vector<double>>& lp
   if (opt.prs) {
     std::vector<double> coverage, speedup;
     std::vector<uint8_t> correct;
-    for (const auto& r : b.rows) coverage.push_back(r.coverage), speedup.push_back(r.speedup), correct.push_back(r.correct);
+    for (const auto& r : b.rows)
+      coverage.push_back(r.coverage), speedup.push_back(r.speedup), correct.push_back(r.correct);
     rl::PrsInput in{n, coverage.data(), correct.data(), speedup.data(), valid.data(), &rows};
     s = rl::ProfilingRejection(in, opt.prs_options, o.prs_prob.data(), o.prs_keep.data());
     if (!s.ok()) return s;

@@ -39,7 +39,7 @@ struct RlStepOptions {
 Status RlStepOptionsFromConfig(const nlohmann::json& cfg, int64_t step, RlStepOptions* out);
 
 struct RlStepOutcome {
-  std::vector<double> rewards;     // as used (permuted in control runs)
+  std::vector<double> rewards;  // as used (permuted in control runs)
   std::vector<double> returns, advantages, mrs_ratio, prs_prob;
   std::vector<uint8_t> loss_mask, mrs_keep, prs_keep, group_keep, in_loss;
   std::vector<std::vector<uint8_t>> token_mask;  // per row: the tokens in the loss (all 0 for rows out of it)

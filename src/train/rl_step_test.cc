@@ -56,11 +56,13 @@ TEST(RlStep, TrlooFromRolloutsMatchesTheRlCore) {
   // And the same arrays through the RL core directly.
   std::vector<int64_t> g, t, k;
   std::vector<double> r;
-  for (const auto& row : b.rows) g.push_back(row.uid), t.push_back(row.traj), k.push_back(row.turn), r.push_back(row.reward);
+  for (const auto& row : b.rows)
+    g.push_back(row.uid), t.push_back(row.traj), k.push_back(row.turn), r.push_back(row.reward);
   std::vector<double> ret(r.size()), adv(r.size());
   rl::AdvantageOptions ao;
-  ASSERT_TRUE(rl::ComputeAdvantages({r.size(), g.data(), t.data(), k.data()}, r.data(), nullptr, ao, ret.data(),
-                                    adv.data()).ok());
+  ASSERT_TRUE(
+      rl::ComputeAdvantages({r.size(), g.data(), t.data(), k.data()}, r.data(), nullptr, ao, ret.data(), adv.data())
+          .ok());
   EXPECT_EQ(adv, o.advantages);
   EXPECT_EQ(o.in_loss, std::vector<uint8_t>(8, 1));
 }
@@ -151,7 +153,8 @@ TEST(RlStep, OptionsFromTheDefaultConfig) {
   EXPECT_EQ(o.mrs_options.level, rl::MrsLevel::kGeometric);
   EXPECT_DOUBLE_EQ(o.mrs_options.veto, 1e-4);
   EXPECT_DOUBLE_EQ(o.prs_options.threshold, 0.3);
-  ASSERT_TRUE(LoadTrainConfig(ConfigKind::kRl, "", {"algorithm.rollout_rs=null", "algorithm.adv_estimator=bogus"}, &cfg).ok());
+  ASSERT_TRUE(
+      LoadTrainConfig(ConfigKind::kRl, "", {"algorithm.rollout_rs=null", "algorithm.adv_estimator=bogus"}, &cfg).ok());
   EXPECT_FALSE(RlStepOptionsFromConfig(cfg, 3, &o).ok());
 }
 

@@ -125,8 +125,9 @@ Status RlTrainer::Setup() {
     have_known_ = true;
   }
   s = agent::PromptTemplates::Load("", &templates_);
-  if (s.ok()) s = agent::MakeRewardFn(cfg_["reward"]["reward_func_name"].get<std::string>(),
-                                      cfg_["reward"]["coverage_reward"].get<bool>(), &reward_);
+  if (s.ok())
+    s = agent::MakeRewardFn(cfg_["reward"]["reward_func_name"].get<std::string>(),
+                            cfg_["reward"]["coverage_reward"].get<bool>(), &reward_);
   if (s.ok()) s = MakeGym(cfg_["gym"], &gym_);
   if (!s.ok()) return s;
   const std::string cache = cfg_["gym"]["cache"].get<std::string>();
@@ -155,7 +156,8 @@ Status RlTrainer::StartEngines(const std::string& resume) {
   co.max_retries = 2;
   const auto& ro = cfg_["rollout"];
   if (ro["engine"] == "external") {
-    if (!ro["external_url"].is_string()) return Status::InvalidArgument("rollout.engine=external needs rollout.external_url");
+    if (!ro["external_url"].is_string())
+      return Status::InvalidArgument("rollout.engine=external needs rollout.external_url");
     co.base_url = ro["external_url"].get<std::string>();
     co.model = ro["external_model"].is_string() ? ro["external_model"].get<std::string>() : "kgym-policy";
     engine_url_ = co.base_url;
@@ -174,8 +176,8 @@ Status RlTrainer::StartEngines(const std::string& resume) {
 Status RlTrainer::PushWeights(int64_t step) {
   if (engine_url_.empty()) return Status::Ok();  // the learner serves its own live weights
   const auto& wd = cfg_["rollout"]["weights_dir"];
-  const std::string dir = (wd.is_string() ? wd.get<std::string>() : out_dir_ + "/weights") + "/step_" +
-                          std::to_string(step);
+  const std::string dir =
+      (wd.is_string() ? wd.get<std::string>() : out_dir_ + "/weights") + "/step_" + std::to_string(step);
   nlohmann::json r;
   Status s = learner_.Call(P::kPathSaveWeights, {{P::kFieldDir, dir}}, &r);
   if (s.ok()) s = CallJson(engine_url_ + P::kPathUpdateWeights, {{P::kFieldModelPath, dir}}, &r, 3600);
@@ -226,8 +228,8 @@ Status RlTrainer::WriteMetrics(int64_t step, const nlohmann::json& metrics) {
 Status RlTrainer::Step(int64_t step) {
   const auto t0 = Clock::now();
   const auto& data = cfg_["data"];
-  TaskSampler sampler(train_tasks_.size(), data["train_batch_size"].get<size_t>(), cfg_["trainer"]["seed"].get<uint64_t>(),
-                      data["shuffle"].get<bool>());
+  TaskSampler sampler(train_tasks_.size(), data["train_batch_size"].get<size_t>(),
+                      cfg_["trainer"]["seed"].get<uint64_t>(), data["shuffle"].get<bool>());
   RolloutRun run;
   std::vector<std::string> ids;
   for (size_t i : sampler.Step(step - 1)) run.tasks.push_back(train_tasks_[i]), ids.push_back(train_tasks_[i].id);
@@ -281,8 +283,10 @@ Status RlTrainer::Step(int64_t step) {
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     if (!rl.in_loss[i]) continue;
     const auto& r = batch.rows[i];
-    rows.push_back({{P::kFieldPromptIds, r.prompt_ids}, {P::kFieldResponseIds, r.response_ids},
-                    {P::kFieldAdvantage, rl.advantages[i]}, {P::kFieldOldLogprobs, lp[i]},
+    rows.push_back({{P::kFieldPromptIds, r.prompt_ids},
+                    {P::kFieldResponseIds, r.response_ids},
+                    {P::kFieldAdvantage, rl.advantages[i]},
+                    {P::kFieldOldLogprobs, lp[i]},
                     {P::kFieldTokenMask, rl.token_mask[i]}});
   }
   nlohmann::json update;
@@ -318,8 +322,10 @@ Status RlTrainer::Step(int64_t step) {
   }
   const std::string keep = cfg_["trainer"]["save_rollouts"].get<std::string>();
   std::error_code ec;
-  if (keep == "none") fs::remove_all(run.out_dir, ec);
-  else if (keep == "text") StripTokens(run.out_dir);
+  if (keep == "none")
+    fs::remove_all(run.out_dir, ec);
+  else if (keep == "text")
+    StripTokens(run.out_dir);
   std::fprintf(stderr,
                "kgym train: step %lld  reward %.3f  correct %.2f  fast@1.2 %.2f  mrs keep %.2f  prs keep %.2f  "
                "rows %d  %.1f s (generate %.1f, evaluate %.1f)\n",
@@ -383,8 +389,9 @@ Status RlTrainer::Checkpoint(int64_t step) {
   const std::string dir = out_dir_ + "/checkpoints/step_" + std::to_string(step);
   nlohmann::json r;
   Status s = learner_.Call(P::kPathSave, {{P::kFieldDir, dir}, {P::kFieldStep, step}}, &r);
-  if (s.ok()) s = WriteJson(dir + "/kgym_state.json", {{"step", step}, {"policy_version", r.value(P::kFieldPolicyVersion, -1)},
-                                                         {"time", NowIso()}});
+  if (s.ok())
+    s = WriteJson(dir + "/kgym_state.json",
+                  {{"step", step}, {"policy_version", r.value(P::kFieldPolicyVersion, -1)}, {"time", NowIso()}});
   if (!s.ok()) return s;
   const auto& keep = cfg_["trainer"]["max_ckpt_to_keep"];
   if (keep.is_number_integer() && keep.get<int>() > 0) {
@@ -404,8 +411,10 @@ Status RlTrainer::Run() {
   if (!s.ok()) return s;
   std::string resume;
   const auto& rc = cfg_["trainer"]["resume"];
-  if (rc == "auto") resume = NewestCheckpoint(out_dir_);
-  else if (rc.is_string() && rc != "disable") resume = rc.get<std::string>();
+  if (rc == "auto")
+    resume = NewestCheckpoint(out_dir_);
+  else if (rc.is_string() && rc != "disable")
+    resume = rc.get<std::string>();
   int64_t start = 1;
   if (!resume.empty()) {
     std::ifstream in(resume + "/kgym_state.json");

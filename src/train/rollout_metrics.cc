@@ -69,8 +69,10 @@ nlohmann::json RolloutMetrics(const std::vector<nlohmann::json>& records, const 
       if (!t.contains("result")) continue;
       ++turns;
       reward += Num(t, "reward");
-      if (t.contains("token_ids")) tokens += static_cast<double>(t["token_ids"].size());
-      else if (t.contains("usage")) tokens += Num(t["usage"], "completion_tokens");
+      if (t.contains("token_ids"))
+        tokens += static_cast<double>(t["token_ids"].size());
+      else if (t.contains("usage"))
+        tokens += Num(t["usage"], "completion_tokens");
       const auto& r = t["result"];
       if (r.value("correctness", false) && !r.value("decoy_kernel", false)) {
         ++correct;

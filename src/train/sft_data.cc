@@ -28,7 +28,8 @@ Status WriteSftData(const SftDataOptions& opt, const std::string& out_path, int*
   agent::PromptTemplates tmpl;
   s = agent::PromptTemplates::Load(opt.templates, &tmpl);
   if (!s.ok()) return s;
-  if (!fs::is_directory(opt.solutions)) return Status::NotFound("solutions folder " + opt.solutions + " does not exist");
+  if (!fs::is_directory(opt.solutions))
+    return Status::NotFound("solutions folder " + opt.solutions + " does not exist");
   std::ofstream out(out_path);
   if (!out) return Status::IOError("cannot write " + out_path);
   int n = 0, with = 0;
@@ -43,17 +44,17 @@ Status WriteSftData(const SftDataOptions& opt, const std::string& out_path, int*
       std::ifstream in(file);
       std::stringstream buf;
       buf << in.rdbuf();
-      nlohmann::json rec = {
-          {"messages", {{{"role", "user"}, {"content", FirstUserMessage(t, tmpl)}},
-                        {{"role", "assistant"}, {"content", "```python\n" + buf.str() + "```"}}}},
-          {"uuid", t.id + "#" + kind},
-          {"entry_point", t.entry_point},
-          {"original_python_code", t.reference_code},
-          {"num_rounds", 1},
-          {"best_round", 1},
-          {"conversion_mode", "kgym_solutions"},
-          {"solution_kind", kind},
-          {"enable_thinking", false}};
+      nlohmann::json rec = {{"messages",
+                             {{{"role", "user"}, {"content", FirstUserMessage(t, tmpl)}},
+                              {{"role", "assistant"}, {"content", "```python\n" + buf.str() + "```"}}}},
+                            {"uuid", t.id + "#" + kind},
+                            {"entry_point", t.entry_point},
+                            {"original_python_code", t.reference_code},
+                            {"num_rounds", 1},
+                            {"best_round", 1},
+                            {"conversion_mode", "kgym_solutions"},
+                            {"solution_kind", kind},
+                            {"enable_thinking", false}};
       for (int r = 0; r < std::max(1, opt.repeat); ++r) out << rec.dump() << "\n", ++n;
       any = true;
     }

@@ -16,12 +16,12 @@
 namespace kgym::train {
 
 struct SftDataOptions {
-  std::string tasks;                    // tasks folder (or any agent/task.h input)
-  std::string solutions;                // folder of <task_id>_<kind>.py
+  std::string tasks;      // tasks folder (or any agent/task.h input)
+  std::string solutions;  // folder of <task_id>_<kind>.py
   std::vector<std::string> kinds = {"triton"};
-  std::vector<std::string> only;        // task ids or substrings; empty = all
-  std::string templates;                // prompt template folder; empty = built-in
-  int repeat = 1;                       // each conversation written this many times
+  std::vector<std::string> only;  // task ids or substrings; empty = all
+  std::string templates;          // prompt template folder; empty = built-in
+  int repeat = 1;                 // each conversation written this many times
 };
 
 // Writes the JSONL file; `count` gets the number of conversations, `tasks` the tasks that got at least one.

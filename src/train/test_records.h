@@ -18,8 +18,11 @@ struct TurnSpec {
 
 inline nlohmann::json Record(const std::string& task, int sample, const std::vector<TurnSpec>& turns,
                              const std::string& status = "done") {
-  nlohmann::json rec = {{"key", task + "#" + std::to_string(sample)}, {"task_id", task}, {"sample", sample},
-                        {"status", status}, {"turns", nlohmann::json::array()}};
+  nlohmann::json rec = {{"key", task + "#" + std::to_string(sample)},
+                        {"task_id", task},
+                        {"sample", sample},
+                        {"status", status},
+                        {"turns", nlohmann::json::array()}};
   int k = 0;
   for (const auto& t : turns) {
     ++k;
@@ -40,8 +43,11 @@ inline nlohmann::json Record(const std::string& task, int sample, const std::vec
                            {"eval_s", 0.25}};
     if (!t.abnormal) {
       turn["reward"] = t.reward;
-      turn["result"] = {{"status", "completed"}, {"compiled", true}, {"correctness", t.correct},
-                        {"decoy_kernel", false}, {"speedup", t.speedup}};
+      turn["result"] = {{"status", "completed"},
+                        {"compiled", true},
+                        {"correctness", t.correct},
+                        {"decoy_kernel", false},
+                        {"speedup", t.speedup}};
       turn["reward_summary"] = {{"reward", t.reward}, {"time_coverage", t.coverage}, {"num_coverage", t.coverage}};
     }
     rec["turns"].push_back(turn);

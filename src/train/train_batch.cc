@@ -65,8 +65,9 @@ Status BuildTrainBatch(const std::vector<nlohmann::json>& records, const std::ve
   std::vector<std::pair<int64_t, const nlohmann::json*>> order;
   for (const auto& rec : records) {
     auto it = uid_of.find(rec.value("task_id", ""));
-    if (it == uid_of.end()) return Status::InvalidArgument("a rollout of task '" + rec.value("task_id", "") +
-                                                           "' that is not among the step's prompts");
+    if (it == uid_of.end())
+      return Status::InvalidArgument("a rollout of task '" + rec.value("task_id", "") +
+                                     "' that is not among the step's prompts");
     const int sample = rec.value("sample", -1);
     if (sample < 0 || sample >= n) return Status::InvalidArgument("rollout sample out of range");
     order.push_back({it->second * n + sample, &rec});
@@ -84,7 +85,8 @@ Status BuildTrainBatch(const std::vector<nlohmann::json>& records, const std::ve
       const std::string where = rec->value("key", std::string("?")) + " turn " + std::to_string(k + 1);
       if (!turn.contains("response")) continue;  // the LLM call failed: no tokens
       if (!turn.contains("token_ids"))
-        return Status::InvalidArgument(where + ": the rollout engine returned no token ids (it must support "
+        return Status::InvalidArgument(where +
+                                       ": the rollout engine returned no token ids (it must support "
                                        "return_token_ids, e.g. vLLM >= 0.10.2)");
       TurnRow row;
       Status s = RowOf(turn, where, coverage_key, &row);

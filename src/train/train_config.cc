@@ -3,9 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <limits>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <sstream>
 
@@ -23,9 +23,9 @@ const std::vector<std::string>& OpenMaps() {
 // Keys whose values are paths (strings or lists of strings) resolved against the working directory.
 const std::vector<std::string>& PathKeys() {
   static const std::vector<std::string> k = {
-      "model.path",       "model.tokenizer",  "tokenizer.corpus",   "data.train_files", "data.val_files",
-      "trainer.out_dir",  "trainer.resume",   "eval.tasks",         "rollout.skills",   "rollout.weights_dir",
-      "metrics.known_solutions"};
+      "model.path",     "model.tokenizer",     "tokenizer.corpus",       "data.train_files",
+      "data.val_files", "trainer.out_dir",     "trainer.resume",         "eval.tasks",
+      "rollout.skills", "rollout.weights_dir", "metrics.known_solutions"};
   return k;
 }
 
@@ -139,7 +139,7 @@ Status ApplyOverride(nlohmann::json* cfg, const std::string& arg, const nlohmann
   // Build {a: {b: {c: value}}} and merge it, so the same key checks apply.
   nlohmann::json nested = value;
   std::string rest = key;
-  for (size_t dot = rest.rfind('.'); ; dot = rest.rfind('.')) {
+  for (size_t dot = rest.rfind('.');; dot = rest.rfind('.')) {
     const std::string leaf = dot == std::string::npos ? rest : rest.substr(dot + 1);
     if (leaf.empty()) return Status::InvalidArgument("override '" + arg + "': empty key part");
     nested = nlohmann::json{{leaf, nested}};

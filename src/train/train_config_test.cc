@@ -50,7 +50,7 @@ TEST(TrainConfig, UnknownKeysAreRefusedWithTheNearestName) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("actor.optim.lrr"), std::string::npos);
   EXPECT_NE(s.message().find("did you mean 'actor.optim.lr'"), std::string::npos);
-  EXPECT_FALSE(LoadTrainConfig(ConfigKind::kRl, "", {"actor=3"}, &c).ok());        // a section, not a value
+  EXPECT_FALSE(LoadTrainConfig(ConfigKind::kRl, "", {"actor=3"}, &c).ok());  // a section, not a value
   EXPECT_FALSE(LoadTrainConfig(ConfigKind::kRl, "", {"no_equals_sign"}, &c).ok());
   EXPECT_FALSE(LoadTrainConfig(ConfigKind::kSft, "", {"algorithm.gamma=1"}, &c).ok());  // an RL key in SFT
   const std::string bad = ::testing::TempDir() + "/bad.yaml";
