@@ -57,6 +57,35 @@ def phase_sums(records):
     return out
 
 
+def lock_use(records, wall):
+    """The device timing lock (kgym's metadata.timing_lock, reference_timing_lock): acquisitions, total wait and hold
+    of the candidates and of each reference once (by its cache key: cached references repeat their notes), the
+    hold's parts summed, and occupancy = total hold / the run's wall (the share of wall some timed part held the GPU).
+    None where no record carries it (the other runners)."""
+    cand = [r["timing_lock"] for r in records if isinstance(r.get("timing_lock"), dict)]
+    refs = {}
+    for r in records:
+        if isinstance(r.get("reference_timing_lock"), dict):
+            refs.setdefault(r.get("reference_cache_key") or r["problem"], r["reference_timing_lock"])
+    if not cand and not refs:
+        return None
+    out = {}
+    for name, uses in (("candidate", cand), ("reference", list(refs.values()))):
+        parts = {}
+        for u in uses:
+            for k, v in (u.get("hold") or {}).items():
+                if isinstance(v, (int, float)):
+                    parts[k] = parts.get(k, 0.0) + v
+        out[name] = {"runs": len(uses), "acquisitions": sum(u.get("acquisitions", 0) for u in uses),
+                     "wait_s": sum(u.get("wait_s", 0.0) for u in uses),
+                     "hold_s": sum(u.get("hold_s", 0.0) for u in uses), "hold_parts_s": parts}
+    hold = out["candidate"]["hold_s"] + out["reference"]["hold_s"]
+    out["hold_s"] = hold
+    out["wait_s"] = out["candidate"]["wait_s"] + out["reference"]["wait_s"]
+    out["occupancy"] = hold / wall if wall > 0 else None
+    return out
+
+
 def summarise(run, trials, cupti_times):
     recs = run["records"]
     done = [r for r in recs if r["completed"]]
@@ -76,7 +105,7 @@ def summarise(run, trials, cupti_times):
             "gpu_time_source": sorted({r["gpu_time_source"] for r in done if r["gpu_time_source"]}),
             "phase_s_sum": phase_sums(done), "wall_s_per_evaluation_median": _median([r["wall_s"] for r in done]),
             "verdicts_by_kind": verdicts, "device_busy_fraction_kgym_metric": run.get("device_busy_fraction"),
-            "error": run.get("error")}
+            "timing_lock": lock_use(done, wall), "error": run.get("error")}
 
 
 def agreement(runs, mix):
@@ -140,15 +169,24 @@ def level1_figure(run, correct_trials, perf_trials):
 
 def table(summaries):
     lines = ["| runner | setting | done/cands | wall s | evals/GPU-h | busy (own) | busy (cupti) | median wall/eval s "
-             "|",
-             "|---|---|---|---|---|---|---|---|"]
+             "| lock hold s (occupancy) | lock wait s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for s in summaries:
         f = lambda x, fmt: (fmt % x) if isinstance(x, (int, float)) else "-"  # noqa: E731
-        lines.append("| %s | %s | %d/%d | %s | %s | %s | %s | %s |" % (
+        lk = s.get("timing_lock") or {}
+        hold = "%s (%s)" % (f(lk.get("hold_s"), "%.1f"), f(lk.get("occupancy"), "%.3f")) if lk else "-"
+        lines.append("| %s | %s | %d/%d | %s | %s | %s | %s | %s | %s | %s |" % (
             s["runner"], ",".join("%s=%s" % kv for kv in s["setting"].items()) or "-", s["completed"],
             s["candidates"], f(s["wall_s"], "%.1f"), f(s["evals_per_gpu_hour"], "%.0f"),
             f(s["busy_fraction_own"], "%.3f"), f(s["busy_fraction_cupti"], "%.3f"),
-            f(s["wall_s_per_evaluation_median"], "%.2f")))
+            f(s["wall_s_per_evaluation_median"], "%.2f"), hold, f(lk.get("wait_s"), "%.1f")))
+    parts = [(s, (s.get("timing_lock") or {}).get("candidate", {}).get("hold_parts_s")) for s in summaries]
+    for s, p in parts:
+        if p:
+            lines.append("")
+            lines.append("timing lock hold of %s %s candidates, by part (s): %s" % (
+                s["runner"], ",".join("%s=%s" % kv for kv in s["setting"].items()),
+                ", ".join("%s %.2f" % (k, v) for k, v in sorted(p.items()) if k != "verified")))
     return "\n".join(lines)
 
 

@@ -2,6 +2,8 @@
 
   runner, setting, id, problem, kind, expected, completed, verdict, passed, speedup, kernel_ms, reference_ms,
   kernel_gpu_ms, reference_gpu_ms, gpu_time_source, wall_s, phase_s, flags, detail
+  (kgym alone adds timing_lock, reference_timing_lock and reference_cache_key: its metadata's use of the device's
+  timing lock by the candidate and by the reference it was judged against, see kb_report.lock_use)
 
 `verdict` is one of correct, incorrect, compile_error, runtime_error, timeout, hacked, crashed, error (the
 evaluator or the harness failed, not the candidate); `passed` is the evaluator's correctness verdict.
@@ -84,7 +86,9 @@ def kgym_verdict(res):
               "reference_ms": _positive(res.get("reference_runtime")),
               "kernel_gpu_ms": cand_gpu, "reference_gpu_ms": ref_gpu,
               "gpu_time_source": "cupti" if cand_gpu or ref_gpu else "reported_mean",
-              "phase_s": md.get("phase_s") or {}, "detail": (res.get("outcome_detail") or "")[:300]}
+              "phase_s": md.get("phase_s") or {}, "detail": (res.get("outcome_detail") or "")[:300],
+              "timing_lock": md.get("timing_lock"), "reference_timing_lock": md.get("reference_timing_lock"),
+              "reference_cache_key": md.get("reference_cache_key")}
     if not cand_gpu:
         fields["kernel_gpu_ms"] = fields["kernel_ms"] if verdict == "correct" else None
     if not ref_gpu:

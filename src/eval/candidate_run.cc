@@ -321,12 +321,14 @@ End CandidateRun::Timing() {
   };
   // Counted afresh: threads a lazy pool started in the first trials do not carry over.
   timed_watch_ = std::make_unique<ProcessWatch>(w_->harness_pid(), w_->hello_threads(), true, true);
-  Status s;
-  {
-    auto lock = ctx_.timing->Acquire(TimingLock::DeviceOf(req_));
+  // The worker readies its live inputs and flush buffer before the lock: only the timed part holds the device.
+  Status s = StartTimedCalls(w_.get(), p, dl_.at);
+  LockUse lock_use;
+  if (s.ok()) {
+    TimedHold hold(ctx_.timing, TimingLock::DeviceOf(req_), &lock_use);
     s = TimedCalls(w_.get(), p, dl_.at, timed_watch_.get(), &timing_.calls);
     // The decoy rule's second run (grad enabled), still under the device's timing lock: it is GPU work.
-    if (s.ok() && recorded && req_.backend == "triton" && req_.detect_decoy) {
+    if (s.ok() && recorded && req_.backend == "triton" && req_.detect_decoy && timing_.wrong_result.empty()) {
       Frame d;
       const Clock::time_point d0 = Clock::now();
       s = w_->Send({{field::kType, kind::kDetect}});
@@ -336,15 +338,18 @@ End CandidateRun::Timing() {
         if (!timing_.grad_ran) timing_.grad_error = d.header.value(field::kError, d.header.dump().substr(0, 300));
       }
       md_["detect_grad_s"] = Seconds(Clock::now() - d0);
+      lock_use.hold["detect_s"] = md_["detect_grad_s"];
     }
   }
+  for (auto& [k, x] : timing_.calls.times.ToJson().items()) lock_use.hold[k] = x;
+  md_["timing_lock"] = lock_use.ToJson();
   if (s.code() == Status::Code::kInvalidArgument) {
     auto h = nlohmann::json::parse(s.message(), nullptr, false);
     if (h.is_object()) return HarnessError(h);
   }
   if (!s.ok()) return SessionFailure(s);
   if (!timing_.error_frame.is_null()) return HarnessError(timing_.error_frame);
-  if (!recorded) return std::nullopt;
+  if (!recorded || !timing_.wrong_result.empty()) return std::nullopt;  // a wrong result is judged without it
   // The kernel recorder's stream (timed calls, then the grad-enabled detection call).
   timing_.timeline = std::make_unique<WorkerTimeline>();
   const Clock::time_point f0 = Clock::now();

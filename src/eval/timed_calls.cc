@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "eval/background_check.h"
 #include "sandbox/protocol.h"
 
 namespace kgym {
@@ -25,6 +26,7 @@ Plan MakePlan(const TimedCallsParams& p) {
   plan.fetch.assign(n, false);
   for (int k = 0; k < std::min(n, 8); ++k) plan.fetch[rng() % n] = true;
   if (n > 0) plan.fetch[n - 1] = true;
+  if (!p.verify) plan.fetch.assign(n, false);  // drawn all the same: the rest of the plan does not depend on it
   plan.fresh_before.assign(std::max(n, 1), 0);
   for (int k = 0; k < p.fresh_sets && n > 0; ++k) plan.fresh_before[rng() % n]++;
   plan.null_before.assign(std::max(n, 1), 0);
@@ -41,30 +43,49 @@ class Exchange {
            TimedCallsResult* out)
       : w_(w), p_(p), deadline_(deadline), watch_(watch), out_(out), warmup_(std::max(p.warmup, p.rotation_sets)) {}
 
+  // Every comparison has finished when this returns (the frames they hold are gone with them). A wrong result wins
+  // over a failure of a later call: an exchange that compared at once never made that call.
   Status Run() {
-    Frame f;
-    Status s = w_->Send({{field::kType, kind::kTiming}, {field::kFlushMb, p_.flush_mb}});
-    if (s.ok()) s = w_->RecvReply(deadline_, &f);
-    if (s.ok()) s = Expect(f, kind::kOk);
-    if (!s.ok()) return s;
+    Status s = Calls();
+    Join();
+    return !s.ok() && out_->stopped ? Status::Ok() : s;
+  }
+
+ private:
+  Status Calls() {
     const Plan plan = MakePlan(p_);
-    for (int i = -warmup_; i < p_.calls && !out_->stopped; ++i) {
+    Status s;
+    for (int i = -warmup_; i < p_.calls && !Stopped(); ++i) {
       if (i < 0) {
         s = Call(i, (i + warmup_) % p_.rotation_sets, false, nullptr);
       } else {
         for (int k = 0; k < plan.null_before[i] && s.ok(); ++k) s = NullCall();
-        for (int k = 0; k < plan.fresh_before[i] && s.ok() && !out_->stopped; ++k) {
+        for (int k = 0; k < plan.fresh_before[i] && s.ok() && !Stopped(); ++k) {
           const int j = static_cast<int>(out_->fresh_ms.size());
-          s = Call(p_.calls + j, p_.rotation_sets + j, true, &out_->fresh_ms);
+          s = Call(p_.calls + j, p_.rotation_sets + j, !!p_.verify, &out_->fresh_ms);
         }
-        if (s.ok() && !out_->stopped) s = Call(i, i % p_.rotation_sets, plan.fetch[i], &out_->bracket_ms);
+        if (s.ok() && !Stopped()) s = Call(i, i % p_.rotation_sets, plan.fetch[i], &out_->bracket_ms);
       }
       if (!s.ok()) return s;
     }
-    return out_->stopped || p_.calls < 10 ? Status::Ok() : RunBursts();
+    if (out_->stopped || p_.calls < 10) return Status::Ok();
+    Join();  // a wrong result skips the bursts, as it always did
+    return out_->stopped ? Status::Ok() : RunBursts();
   }
 
- private:
+  // True once verify said no: at once for an error frame, as soon as a comparison is seen to have failed otherwise.
+  bool Stopped() {
+    if (!out_->stopped && check_.Failed()) out_->stopped = true;
+    return out_->stopped;
+  }
+  void Join() {
+    if (!check_.Wait()) out_->stopped = true;
+    out_->times.verify_wait_s = check_.wait_s();
+    out_->times.verify_s = check_.busy_s();
+    out_->times.verified = check_.checks();
+  }
+  double Since(Clock::time_point t0) const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
   static Status Expect(const Frame& f, const char* want) {
     const std::string got = f.header.value(field::kType, "");
     if (got == kind::kError) return Status::InvalidArgument(f.header.dump());
@@ -98,6 +119,7 @@ class Exchange {
     const bool watched = watch_ && (into != nullptr || id >= -warmup_ + 2);
     Frame done;
     double ms = 0;
+    const Clock::time_point c0 = Clock::now();
     Status s = Bracketed(
         {{field::kType, kind::kCall}, {field::kCall, id}, {field::kSet, set}},
         [&] {
@@ -107,6 +129,7 @@ class Exchange {
             watch_->Skip();
         },
         &done, &ms);
+    out_->times.calls_s += Since(c0);
     if (!s.ok()) return s;
     if (watched) watch_->After(into != nullptr, !check);
     if (!into) return Status::Ok();
@@ -117,11 +140,19 @@ class Exchange {
         out_->event_ms.push_back(done.header[field::kEventMs].get<double>());
     }
     if (!check) return Status::Ok();
-    Frame outputs;
+    auto outputs = std::make_shared<Frame>();
+    const Clock::time_point f0 = Clock::now();
     s = w_->Send({{field::kType, kind::kFetch}, {field::kCall, id}, {field::kSet, set}});
-    if (s.ok()) s = w_->RecvReply(deadline_, &outputs);
+    if (s.ok()) s = w_->RecvReply(deadline_, outputs.get());
+    out_->times.fetch_s += Since(f0);
     if (!s.ok()) return s;
-    out_->stopped = !p_.verify(id, set, outputs);
+    if (outputs->header.value(field::kType, "") == kind::kError) {  // the worker's end: judged now, nothing more sent
+      Join();
+      if (!out_->stopped) out_->stopped = !p_.verify(id, set, *outputs);
+      return Status::Ok();
+    }
+    const auto& verify = p_.verify;
+    if (!check_.Submit([&verify, id, set, outputs] { return verify(id, set, *outputs); })) out_->stopped = true;
     return Status::Ok();
   }
 
@@ -130,13 +161,21 @@ class Exchange {
     if (watch_) watch_->Skip();  // the CPU between calls is judged on model calls only
     Frame done;
     double ms = 0;
+    const Clock::time_point n0 = Clock::now();
     Status s = Bracketed(
         {{field::kType, kind::kNull}, {field::kCall, static_cast<int>(out_->null_ms.size())}}, [] {}, &done, &ms);
+    out_->times.null_s += Since(n0);
     if (s.ok()) out_->null_ms.push_back(ms);
     return s;
   }
 
   Status RunBursts() {
+    const Clock::time_point b0 = Clock::now();
+    Status s = BurstExchange();
+    out_->times.bursts_s += Since(b0);
+    return s;
+  }
+  Status BurstExchange() {
     Bursts& b = out_->bursts;
     b.k = std::clamp(p_.calls / 5, 2, kBurstCalls);  // 2 x 8 extra calls from 40 timed calls on
     for (int i = 0; i < kBursts; ++i) {
@@ -164,9 +203,27 @@ class Exchange {
   ProcessWatch* watch_;
   TimedCallsResult* out_;
   const int warmup_;
+  BackgroundCheck check_;
 };
 
 }  // namespace
+
+nlohmann::json ExchangeTimes::ToJson() const {
+  return {{"calls_s", calls_s},   {"fetch_s", fetch_s},   {"verify_wait_s", verify_wait_s},
+          {"verify_s", verify_s}, {"verified", verified}, {"null_s", null_s},
+          {"bursts_s", bursts_s}};
+}
+
+Status StartTimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline) {
+  Frame f;
+  Status s = w->Send({{field::kType, kind::kTiming}, {field::kFlushMb, params.flush_mb}});
+  if (s.ok()) s = w->RecvReply(deadline, &f);
+  if (!s.ok()) return s;
+  const std::string got = f.header.value(field::kType, "");
+  if (got == kind::kError) return Status::InvalidArgument(f.header.dump());
+  if (got != kind::kOk) return Status::Internal("worker broke the timing protocol");
+  return Status::Ok();
+}
 
 Status TimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline, ProcessWatch* watch,
                   TimedCallsResult* out) {

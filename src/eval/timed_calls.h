@@ -2,14 +2,20 @@
 // sample is the supervisor's own bracket of one call: from its "go" to the worker's "done" (sandbox/protocol.h), so a
 // late read can only lengthen a sample, never shorten it.
 //
-// In order: `warmup` calls (at least one per rotation set), then `calls` timed calls rotating through the rotation
-// sets, with calls on the fresh sets (each used once, at random places among them; their times kept apart, so a cache
-// keyed on the inputs' content shows as fresh calls slower than the rest) and, on a GPU, the harness's null calls
-// (spread over the timed calls: the process's own overhead per call, measured in the same conditions); then, from 10
-// timed calls on, two pipelined bursts of k model calls and two of k flushes alone (BurstPerCallMs, eval/gpu_timing.h).
-// A random subset of timed calls, the last one and every fresh call are fetched and handed to `verify`.
+// StartTimedCalls first (the worker prepares its live inputs and flush buffer: no timed work, so callers run it before
+// they take the device's TimingLock), then TimedCalls. In order: `warmup` calls (at least one per rotation set), then
+// `calls` timed calls rotating through the rotation sets, with calls on the fresh sets (each used once, at random
+// places among them; their times kept apart, so a cache keyed on the inputs' content shows as fresh calls slower than
+// the rest) and, on a GPU, the harness's null calls (spread over the timed calls: the process's own overhead per call,
+// measured in the same conditions); then, from 10 timed calls on, two pipelined bursts of k model calls and two of k
+// flushes alone (BurstPerCallMs, eval/gpu_timing.h).
+// Where `verify` is set, a random subset of timed calls, the last one and every fresh call are fetched right after
+// their call (the worker cannot tell in advance which). An error frame in reply is handed to `verify` at once and ends
+// the exchange; outputs are handed to `verify` on a thread of its own (BackgroundCheck: one at a time), so the next
+// calls go on while they are compared; the exchange stops at the first call after a comparison is known to have
+// failed (before the bursts at the latest), and TimedCalls returns only once every comparison has finished.
 //
-// Not thread-safe; the caller holds the device's TimingLock.
+// Not thread-safe; the caller holds the device's TimingLock. `verify` runs on another thread, never two at once.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +50,20 @@ struct TimedCallsParams {
   double flush_mb = 0;    // the worker's L2 flush buffer (GPU)
   uint64_t seed = 0;      // which calls are fetched, where the fresh calls go
   bool null_calls = false;
-  // A fetched call's outputs frame (call id, set); false stops the exchange (the caller keeps why).
+  // A fetched call's outputs frame (call id, set); false stops the exchange (the caller keeps why). Unset: no call is
+  // fetched (the reference's outputs are its own).
   std::function<bool(int call, int set, const Frame& outputs)> verify;
+};
+
+// Where an exchange's time went, in seconds (metadata.timing_lock.hold: what holding the device's lock paid for).
+struct ExchangeTimes {
+  double calls_s = 0;        // warmup, timed and fresh calls: arm (the worker's refill), go .. done
+  double fetch_s = 0;        // fetches: the worker's inspection and copy of a call's outputs, their transfer
+  double verify_wait_s = 0;  // the exchange waiting for a comparison (at the next fetch, before the bursts)
+  double verify_s = 0;       // the comparisons' own time, on their thread (overlapped with the calls)
+  int verified = 0;          // comparisons run
+  double null_s = 0, bursts_s = 0;
+  nlohmann::json ToJson() const;
 };
 
 struct TimedCallsResult {
@@ -56,10 +74,12 @@ struct TimedCallsResult {
   std::vector<double> null_ms;     // the harness's null calls
   Bursts bursts;
   bool stopped = false;  // verify returned false
+  ExchangeTimes times;
 };
 
 // A worker's error frame comes back as InvalidArgument whose message is the frame's header (JSON); a reply out of
 // order as Internal; a channel failure as it was.
+Status StartTimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline);
 Status TimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline, ProcessWatch* watch,
                   TimedCallsResult* out);
 

@@ -21,4 +21,22 @@ std::string TimingLock::DeviceOf(const EvalRequest& req) {
   return req.device == "cuda" ? "cuda:" + std::to_string(req.device_index) : "cpu";
 }
 
+nlohmann::json LockUse::ToJson() const {
+  return {{"acquisitions", acquisitions}, {"wait_s", wait_s}, {"hold_s", hold_s}, {"hold", hold}};
+}
+
+TimedHold::TimedHold(TimingLock* locks, const std::string& device, LockUse* use) : use_(use) {
+  const auto t0 = std::chrono::steady_clock::now();
+  lock_ = locks->Acquire(device);
+  held_at_ = std::chrono::steady_clock::now();
+  use_->acquisitions++;
+  use_->wait_s += std::chrono::duration<double>(held_at_ - t0).count();
+}
+
+void TimedHold::Release() {
+  if (!lock_.owns_lock()) return;
+  use_->hold_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - held_at_).count();
+  lock_.unlock();
+}
+
 }  // namespace kgym

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -44,6 +45,35 @@ TEST(TimingLockTest, HoldersOfOneDeviceNeverOverlap) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(most.load(), 1);
+}
+
+TEST(TimedHoldTest, BooksAcquisitionsWaitAndHold) {
+  TimingLock locks;
+  LockUse use;
+  {
+    TimedHold h(&locks, "cuda:0", &use);
+    EXPECT_FALSE(locks.TryAcquire("cuda:0").owns_lock());  // held
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    h.Release();
+    EXPECT_TRUE(locks.TryAcquire("cuda:0").owns_lock());  // released before the hold's end
+    h.Release();                                          // a second release books nothing
+  }
+  EXPECT_EQ(use.acquisitions, 1);
+  EXPECT_GE(use.hold_s, 0.020);  // a lower bound: the hold spanned the sleep
+  const double first_hold = use.hold_s;
+  {
+    auto other = locks.Acquire("cuda:0");  // held by someone else while the second hold waits
+    std::thread t([&] { TimedHold h(&locks, "cuda:0", &use); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    other.unlock();
+    t.join();
+  }
+  EXPECT_EQ(use.acquisitions, 2);
+  EXPECT_GT(use.wait_s, 0.0);
+  EXPECT_GE(use.hold_s, first_hold);
+  const nlohmann::json j = use.ToJson();
+  EXPECT_EQ(j["acquisitions"], 2);
+  EXPECT_TRUE(j["hold"].is_object());
 }
 
 TEST(TimingLockTest, DeviceOfRequest) {

@@ -173,6 +173,24 @@ def test_agreement_lists_who_was_fooled(kb_dir):
     assert s["evals_per_gpu_hour"] == pytest.approx(16 / 10.0 * 3600)
 
 
+def test_lock_use_counts_each_reference_once(kb_dir):
+    mix = kb_mix.build_mix(kb_dir, 2, ids=[1], epilogue="torch")[:3]
+    run = _run("kgym", mix, {})
+    for i, r in enumerate(run["records"]):
+        r["timing_lock"] = {"acquisitions": 1, "wait_s": 0.5, "hold_s": 1.0, "hold": {"calls_s": 0.75, "fetch_s": 0.25}}
+        # Every evaluation repeats its reference's notes; the first two share one reference.
+        r["reference_cache_key"] = "k1" if i < 2 else "k2"
+        r["reference_timing_lock"] = {"acquisitions": 1, "wait_s": 0.0, "hold_s": 2.0 if i < 2 else 3.0, "hold": {}}
+    lk = kb_report.lock_use(run["records"], 10.0)
+    assert lk["candidate"]["acquisitions"] == 3 and lk["candidate"]["hold_s"] == pytest.approx(3.0)
+    assert lk["candidate"]["hold_parts_s"] == {"calls_s": pytest.approx(2.25), "fetch_s": pytest.approx(0.75)}
+    assert lk["reference"]["runs"] == 2 and lk["reference"]["hold_s"] == pytest.approx(5.0)
+    assert lk["hold_s"] == pytest.approx(8.0) and lk["wait_s"] == pytest.approx(1.5)
+    assert lk["occupancy"] == pytest.approx(0.8)
+    assert kb_report.lock_use(_run("kernelbench", mix, {})["records"], 10.0) is None
+    assert "timing lock hold of kgym" in kb_report.table([kb_report.summarise(run, 105, None)])
+
+
 def test_level1_figure_is_wall_over_pure_gpu_work(kb_dir):
     mix = kb_mix.correct_only(kb_mix.build_mix(kb_dir, 2, ids=[1], epilogue="torch"))
     run = _run("kgym", mix, {})
@@ -202,5 +220,10 @@ def test_cpu_dry_run_judges_every_kind_as_expected(kgym, kb_dir, tmp_path):
     s = d["summaries"][0]
     assert s["completed"] == 16 and s["evals_per_gpu_hour"] > 0
     assert {"reference", "load", "correctness", "timing"} <= set(s["phase_s_sum"])
+    # The timing lock: every candidate timed took it once (the hack, stopped by its wrong result, too).
+    lk = s["timing_lock"]
+    assert lk["candidate"]["acquisitions"] == 10 and lk["reference"]["runs"] == 1  # 9 correct + 1 hack per 16
+    assert {"calls_s", "fetch_s", "verify_s", "null_s", "bursts_s"} <= set(lk["candidate"]["hold_parts_s"])
+    assert 0 < lk["occupancy"] <= 1
     assert d["agreement"]["matches_expected_verdict"] == {"kgym": 16}
     assert "correctness verdicts agree" in p.stdout
