@@ -341,7 +341,8 @@ End CandidateRun::Timing() {
       lock_use.hold["detect_s"] = md_["detect_grad_s"];
     }
   }
-  for (auto& [k, x] : timing_.calls.times.ToJson().items()) lock_use.hold[k] = x;
+  const nlohmann::json parts = timing_.calls.times.ToJson();  // named: items() refers to it
+  for (auto& [k, x] : parts.items()) lock_use.hold[k] = x;
   md_["timing_lock"] = lock_use.ToJson();
   if (s.code() == Status::Code::kInvalidArgument) {
     auto h = nlohmann::json::parse(s.message(), nullptr, false);
