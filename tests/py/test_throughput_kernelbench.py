@@ -222,7 +222,7 @@ def test_cpu_dry_run_judges_every_kind_as_expected(kgym, kb_dir, tmp_path):
     assert {"reference", "load", "correctness", "timing"} <= set(s["phase_s_sum"])
     # The timing lock: every candidate timed took it once (the hack, stopped by its wrong result, too).
     lk = s["timing_lock"]
-    assert lk["candidate"]["acquisitions"] == 10 and lk["reference"]["runs"] == 1  # 9 correct + 1 hack per 16
+    assert lk["candidate"]["acquisitions"] == 11 and lk["reference"]["runs"] == 1  # 10 correct + 1 hack per 16
     assert {"calls_s", "fetch_s", "verify_s", "null_s", "bursts_s"} <= set(lk["candidate"]["hold_parts_s"])
     assert 0 < lk["occupancy"] <= 1
     assert d["agreement"]["matches_expected_verdict"] == {"kgym": 16}
