@@ -133,6 +133,7 @@ class Ranks:
                 p.grad = torch.zeros_like(p)
             dist.all_reduce(p.grad)
 
+    @torch.no_grad()
     def clip_grad_norm(self, params, max_norm):
         """torch.nn.utils.clip_grad_norm_ over the whole model whichever rank holds which shard; returns the norm."""
         params = [p for p in params if p.grad is not None]

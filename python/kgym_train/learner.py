@@ -386,5 +386,8 @@ def full_copy(ranks, policy, optimizer=None):
         return None, None
     base = policy.model.kgym_base_class
     model = base(policy.model.cfg) if policy.arch == "tiny" else base(policy.model.config)
-    model.to(next(iter(state.values())).dtype).load_state_dict(state)
+    missing, unexpected = model.to(next(iter(state.values())).dtype).load_state_dict(state, strict=False)
+    if unexpected or any(k != "lm_head.weight" for k in missing):  # a tied head may be left out of the state
+        raise RuntimeError(f"the gathered state does not fit {base.__name__}: missing {missing}, unexpected "
+                           f"{unexpected}")
     return Policy(model, policy.arch, "cpu"), optim_state
