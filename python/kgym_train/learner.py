@@ -344,6 +344,10 @@ class Learner:
         if self.ranks.sharding != "fsdp2":
             self.optimizer.load_state_dict(blob)
             return
+        if not blob.get("state"):  # a stateless optimizer (SGD without momentum): only the hyperparameters
+            for group, saved in zip(self.optimizer.param_groups, blob["param_groups"]):
+                group.update({k: v for k, v in saved.items() if k != "params"})
+            return
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
         set_optimizer_state_dict(self.policy.model, self.optimizer, blob, options=StateDictOptions(
             full_state_dict=True))

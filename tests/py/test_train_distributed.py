@@ -112,6 +112,9 @@ def _session(learner, rows, tmp_path, name):
         "messages": [{"role": "user", "content": "Write a ReLU kernel."}], "n": 3, "max_tokens": 5,
         "temperature": 0.0, "return_token_ids": True})
     out["save"] = learner.post("/kgym/save", {"dir": str(tmp_path / f"{name}_ckpt"), "step": 1})
+    # back to the initial weights (a model folder written by the one-process learner), as an external engine would
+    out["load"] = learner.post("/update_weights_from_disk", {"model_path": str(tmp_path / "initial")})
+    out["lp2"] = learner.post("/kgym/logprobs", {"rows": rows})["rows"]
     out["rc"] = learner.close()
     return out
 
@@ -122,6 +125,9 @@ def test_served_learner_on_two_ranks_answers_as_on_one(kgym, tmp_path):
     g = torch.Generator().manual_seed(3)
     rows = [{"prompt_ids": torch.randint(5, 400, (3 + i,), generator=g).tolist(),
              "response_ids": torch.randint(5, 400, (2 + (i * 3) % 7,), generator=g).tolist()} for i in range(5)]
+    first = _Learner(cfg, 1)
+    first.post("/kgym/save_weights", {"dir": str(tmp_path / "initial")})
+    assert first.close() == 0
     one = _session(_Learner(cfg, 1, "--train"), rows, tmp_path, "one")
     two = _session(_Learner(cfg, 2, "--train"), rows, tmp_path, "two")
     assert (one["health"]["ranks"], two["health"]["ranks"]) == (1, 2)
@@ -135,6 +141,10 @@ def test_served_learner_on_two_ranks_answers_as_on_one(kgym, tmp_path):
     for k in ("actor/loss", "actor/grad_norm", "actor/clip_frac", "actor/entropy"):
         assert _close(m1[k], m2[k]), (k, m1[k], m2[k])
     assert one["step"]["policy_version"] == two["step"]["policy_version"] == 1
+    assert one["load"]["success"] and two["load"]["success"]
+    for a, b, c in zip(one["lp0"], two["lp2"], one["lp2"]):  # the loaded weights reached every rank's shard
+        assert max(abs(x - y) for x, y in zip(a["logprobs"], b["logprobs"])) <= ABS
+        assert max(abs(x - y) for x, y in zip(a["logprobs"], c["logprobs"])) <= ABS
     assert [c["token_ids"] for c in one["chat"]["choices"]] == [c["token_ids"] for c in two["chat"]["choices"]]
     from safetensors.torch import load_file
     w1 = load_file(str(tmp_path / "one_ckpt" / "model" / "model.safetensors"))
@@ -142,3 +152,35 @@ def test_served_learner_on_two_ranks_answers_as_on_one(kgym, tmp_path):
     assert w1.keys() == w2.keys()
     assert max(float((w1[k] - w2[k]).abs().max()) for k in w1) <= ABS
     assert os.path.exists(tmp_path / "two_ckpt" / "optimizer.pt")
+
+
+@pytest.mark.parametrize("optim", ["adamw", "sgd"])
+def test_resume_on_two_ranks_continues_as_on_one(kgym, tmp_path, optim):
+    """AdamW's moments saved from the ranks (gathered from the shards under fsdp2) and restored to them, or SGD's
+    empty state: the step after a resume is the one-process step."""
+    _config(kgym, tmp_path, f"actor.optim.name={optim}", "actor.optim.lr=1e-3")
+    cfg = str(tmp_path / "cfg.json")
+    g = torch.Generator().manual_seed(5)
+    rows = [{"prompt_ids": torch.randint(5, 400, (4,), generator=g).tolist(),
+             "response_ids": torch.randint(5, 400, (3 + i,), generator=g).tolist(), "advantage": (-1.0) ** i,
+             "token_mask": [1] * (3 + i)} for i in range(4)]
+    after = {}
+    for ranks in (1, 2):
+        ckpt = str(tmp_path / f"ckpt{ranks}")
+        learner = _Learner(cfg, ranks, "--train")
+        lp = learner.post("/kgym/logprobs", {"rows": rows})["rows"]
+        for r, l in zip(rows, lp):
+            r["old_logprobs"] = [x - 0.1 for x in l["logprobs"]]
+        learner.post("/kgym/train_step", {"rows": rows})
+        learner.post("/kgym/save", {"dir": ckpt, "step": 1})
+        assert learner.close() == 0
+        learner = _Learner(cfg, ranks, "--resume", ckpt)
+        m = learner.post("/kgym/train_step", {"rows": rows})
+        after[ranks] = (m, learner.post("/kgym/logprobs", {"rows": rows})["rows"])
+        assert learner.close() == 0
+    (m1, lp1), (m2, lp2) = after[1], after[2]
+    assert m1["policy_version"] == m2["policy_version"] == 2
+    for k in ("actor/loss", "actor/grad_norm"):
+        assert _close(m1["metrics"][k], m2["metrics"][k]), k
+    for a, b in zip(lp1, lp2):
+        assert max(abs(x - y) for x, y in zip(a["logprobs"], b["logprobs"])) <= 1e-4
