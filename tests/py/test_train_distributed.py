@@ -94,7 +94,10 @@ class _Learner:
         return json.load(urllib.request.urlopen(req, timeout=300))
 
     def close(self):
-        self.post("/kgym/shutdown", {})
+        try:
+            self.post("/kgym/shutdown", {})
+        except OSError:  # the process may exit before the reply leaves (as train_util.Server tolerates too)
+            pass
         return self.proc.wait(timeout=60)
 
 
