@@ -79,7 +79,7 @@ sys.exit(1)" "$1"; }
 if [ "$DRY" = 1 ]; then
   DEV=(trainer.device=cpu trainer.mixed_precision=none gym.device=cpu learner.startup_timeout=300)
   TINY=(model.init.arch=tiny model.init.hidden_size=64 model.init.intermediate_size=128 model.init.num_hidden_layers=2
-        model.init.num_attention_heads=4 model.init.max_position_embeddings=2048 model.dtype=fp32
+        model.init.num_attention_heads=4 model.init.max_position_embeddings=4096 model.dtype=fp32
         tokenizer.vocab_size=512 model.gradient_checkpointing=false)
   PARITY_MODEL=("${TINY[@]}"); PARITY_ROWS=(--rows 12 --max-len 40 --steps 2)
   GPUS_OF() { :; }  # no trainer.devices on the CPU
@@ -127,7 +127,7 @@ sft() {  # kgym sft with nproc 1 and 2 (fp32: the two loss curves must agree)
   local n extra
   for n in 1 2; do
     [ -f "$RUNS/sft_n$n/final/config.json" ] && continue
-    extra=(); [ "$DRY" = 1 ] && extra=("${TINY[@]}" "${DEV[@]}" trainer.total_training_steps=3)
+    extra=(); [ "$DRY" = 1 ] && extra=("${TINY[@]}" "${DEV[@]}" trainer.total_training_steps=2 data.max_length=512 data.truncation=left)
     [ "$DRY" != 1 ] && extra=("$(GPUS_OF "$(ids 0 $((n - 1)))")")
     timeout "${SFT_TIMEOUT:-600}" "$K" sft --config examples/train/sft_tiny_qwen3.yaml "trainer.out_dir=$RUNS/sft_n$n" \
       "data.train_files=[$RUNS/sft.jsonl]" trainer.mixed_precision=none model.dtype=fp32 eval.tasks=null \
