@@ -1,5 +1,7 @@
 """python -m kgym_train: the learner's entry points (kgym sft / kgym train start them; see README "Training").
 
+Under torchrun (WORLD_SIZE > 1) serve and sft run on every rank: see distributed.py.
+
   serve     --config RESOLVED.json [--model DIR] [--resume CKPT] [--train] [--host H] [--port P] [--name NAME]
             the learner's HTTP server (server.py); prints "KGYM_LEARNER_READY port=N" once it listens
   sft       --config RESOLVED.json          the SFT cold start (sft.py)
@@ -37,6 +39,8 @@ def main(argv=None):
     t.add_argument("--vocab-size", type=int, default=4096)
     t.add_argument("--out", required=True)
     a = ap.parse_args(argv)
+    from .distributed import set_nvls_env
+    set_nvls_env()  # before torch starts NCCL, and inherited by every process the learner starts
 
     if a.cmd == "tokenizer":
         from .tokenizer import train_tokenizer
@@ -57,13 +61,23 @@ def main(argv=None):
         learner.ensure_optimizer()
     if a.resume:
         learner.resume(a.resume)
+    learner.leading = True
+    if not learner.ranks.is_main:  # under torchrun: rank 0 serves and relays, the others follow
+        learner.follow()
+        learner.ranks.close()
+        return 0
     lcfg = cfg.get("learner", {})
     server = LearnerServer(learner, a.name, a.host or lcfg.get("host", "127.0.0.1"),
                            a.port if a.port is not None else int(lcfg.get("port", 0)), a.out_dir, a.max_batch,
                            a.batch_wait)
     print(f"kgym_train serve: {learner.policy.arch} with {learner.policy.num_parameters()} parameters on "
-          f"{learner.device}, policy version {learner.version}", file=sys.stderr, flush=True)
-    server.serve_forever()
+          f"{learner.device}, policy version {learner.version}, {learner.ranks.world} rank(s) "
+          f"({learner.ranks.sharding})", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        with learner.lock:  # a generation batch may still be relaying
+            learner.finish()
     return 0
 
 

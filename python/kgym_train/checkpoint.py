@@ -19,14 +19,16 @@ import torch
 STATE_FILE = "trainer_state.json"
 
 
-def save(path, policy, tokenizer, optimizer, scheduler, state):
+def save(path, policy, tokenizer, optimizer, scheduler, state, optimizer_state=None):
+    """`optimizer_state`: the optimizer's full state when `optimizer` holds only a shard (FSDP2, learner.py)."""
     tmp = path.rstrip("/") + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     policy.save(os.path.join(tmp, "model"))
     tokenizer.save(os.path.join(tmp, "model"))
     if optimizer is not None:
-        torch.save({"optimizer": optimizer.state_dict(),
+        full = optimizer_state if optimizer_state is not None else optimizer.state_dict()
+        torch.save({"optimizer": full,
                     "scheduler": scheduler.state_dict() if scheduler is not None else None},
                    os.path.join(tmp, "optimizer.pt"))
     rng = {"python": random.getstate(), "torch": torch.get_rng_state()}
@@ -45,14 +47,15 @@ def load_state(path):
         return json.load(f)
 
 
-def restore(path, optimizer, scheduler):
-    """Optimizer, scheduler and RNG state from checkpoint `path` (the model is loaded by the caller)."""
+def restore(path, optimizer, scheduler, load_optimizer=None):
+    """Optimizer, scheduler and RNG state from checkpoint `path` (the model is loaded by the caller).
+    `load_optimizer(state)` replaces optimizer.load_state_dict (a sharded optimizer loads a full state its way)."""
     opt_file = os.path.join(path, "optimizer.pt")
     if optimizer is not None:
         if not os.path.exists(opt_file):
             raise FileNotFoundError(f"{path} has no optimizer.pt: not a training checkpoint")
         blob = torch.load(opt_file, map_location="cpu")
-        optimizer.load_state_dict(blob["optimizer"])
+        (load_optimizer or optimizer.load_state_dict)(blob["optimizer"])
         if scheduler is not None and blob.get("scheduler") is not None:
             scheduler.load_state_dict(blob["scheduler"])
     rng = torch.load(os.path.join(path, "rng.pt"), map_location="cpu")

@@ -7,6 +7,12 @@ default). Sections read here: model, tokenizer, trainer (device, seed, mixed_pre
 the actor section; SFT's optimizer is configured under `optim`.
 
 Thread-safety: callers serialise GPU work with `Learner.lock` (the server does).
+
+Several processes (torchrun, distributed.py): every rank builds the same Learner and shards it. Rank 0 takes the
+requests; each of its collective operations (generate, logprobs, ppo_step, save, save_weights, load_weights)
+first relays (name, arguments) to the other ranks, which sit in `follow()` and run the same operation. Each rank
+generates / scores / learns on its share of the rows, and rank 0 returns the gathered result; only rank 0 writes
+files.
 """
 import math
 import os
@@ -17,6 +23,7 @@ import torch
 
 from . import checkpoint
 from .chat import ChatRenderer
+from .distributed import Ranks
 from .losses import (aggregate, aggregate_norm, dual_clip_token_loss, micro_batches, response_logprobs,
                      risky_tokens)
 from .models import Policy
@@ -69,7 +76,8 @@ class Learner:
         if trainer.get("deterministic"):
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
             torch.use_deterministic_algorithms(True)
-        self.device = pick_device(trainer.get("device", "auto"))
+        self.ranks = Ranks.from_env(pick_device(trainer.get("device", "auto")), trainer.get("sharding", "auto"))
+        self.device = self.ranks.device
         torch.manual_seed(int(trainer.get("seed", 1)))
         model_cfg = cfg["model"]
         path = model_path or model_cfg.get("path")
@@ -82,6 +90,7 @@ class Learner:
                                         dtype)
         if train and model_cfg.get("gradient_checkpointing") and self.policy.arch == "qwen3":
             self.policy.model.gradient_checkpointing_enable()
+        self.ranks.wrap(self.policy.model)
         self.renderer = ChatRenderer(self.tokenizer, model_cfg.get("chat_template", "chatml"))
         mp = trainer.get("mixed_precision", "none")
         param_dtype = next(self.policy.model.parameters()).dtype
@@ -92,6 +101,7 @@ class Learner:
         self.lock = threading.Lock()
         self.optimizer = None
         self.scheduler = None
+        self.leading = False  # serve: rank 0 relays its operations to the followers (kgym sft: all ranks loop)
 
     def _tokenizer(self, model_cfg, path):
         if model_cfg.get("tokenizer"):
@@ -101,7 +111,10 @@ class Learner:
         tok = self.cfg.get("tokenizer", {})
         if tok.get("train", "auto") in ("auto", True, "true"):
             out = os.path.join(self.cfg["trainer"]["out_dir"], "tokenizer")
-            return train_tokenizer(tok.get("corpus", []), int(tok.get("vocab_size", 4096)), out)
+            if self.ranks.is_main:
+                made = train_tokenizer(tok.get("corpus", []), int(tok.get("vocab_size", 4096)), out)
+            self.ranks.broadcast(None)  # the others read rank 0's files once written
+            return made if self.ranks.is_main else load_tokenizer(out)
         raise ValueError("no tokenizer: set model.tokenizer or model.path, or tokenizer.train")
 
     def max_context(self):
@@ -111,10 +124,47 @@ class Learner:
             return int(conf.max_position_embeddings)
         return int(m.cfg["max_position_embeddings"])
 
+    # ---- several processes: rank 0 relays its operations ----------------------------------------------------------
+    RELAYED = ("generate", "logprobs", "ppo_step", "save", "save_weights", "load_weights")
+
+    def _relay(self, name, *args):
+        if self.leading and self.ranks.distributed and self.ranks.is_main:
+            self.ranks.broadcast((name, args))
+
+    def follow(self):
+        """Ranks > 0: run rank 0's relayed operations until it sends stop (`finish`)."""
+        while True:
+            name, args = self.ranks.broadcast(None)
+            if name == "stop":
+                return
+            if name not in self.RELAYED:
+                raise RuntimeError(f"rank {self.ranks.rank}: unknown relayed operation {name!r}")
+            getattr(self, "_" + name)(*args)
+
+    def finish(self):
+        """Rank 0: releases the followers; every rank then leaves the process group."""
+        self._relay("stop")
+        self.ranks.close()
+
     # ---- rollout ---------------------------------------------------------------------------------------------------
     def generate(self, prompts, max_new_tokens, temperature, top_p, top_k, seed=None):
-        return self.policy.generate(prompts, max_new_tokens, self.stop_ids, self.pad_id, temperature, top_p, top_k,
-                                    seed)
+        self._relay("generate", prompts, max_new_tokens, temperature, top_p, top_k, seed)
+        return self._generate(prompts, max_new_tokens, temperature, top_p, top_k, seed)
+
+    def _generate(self, prompts, max_new_tokens, temperature, top_p, top_k, seed):
+        if not self.ranks.distributed:
+            return self.policy.generate(prompts, max_new_tokens, self.stop_ids, self.pad_id, temperature, top_p,
+                                        top_k, seed)
+        mine = self.ranks.share([len(p) for p in prompts])
+        # A rank without prompts still steps with the others under fsdp2 (a dummy copy of the first).
+        todo = [prompts[i] for i in mine] or ([prompts[0]] if self.ranks.sharding == "fsdp2" else [])
+        outs = []
+        if todo:
+            rank_seed = None if seed is None else int(seed) * self.ranks.world + self.ranks.rank
+            sync = self.ranks.all_done if self.ranks.sharding == "fsdp2" else None
+            outs = self.policy.generate(todo, max_new_tokens, self.stop_ids, self.pad_id, temperature, top_p, top_k,
+                                        rank_seed, sync)
+        return _assemble(len(prompts), self.ranks.gather(list(zip(mine, outs))))
 
     # ---- log-probs and the PPO step --------------------------------------------------------------------------------
     def _fit(self, prompt, response):
@@ -130,23 +180,41 @@ class Learner:
     def _budget(self):
         return int(self.cfg.get("actor", {}).get("ppo_max_token_len_per_gpu", 32768))
 
-    @torch.no_grad()
+    def _my_micro_batches(self, lengths, keep=None):
+        """This rank's micro-batches (index lists into `lengths`), padded with None to the busiest rank's count."""
+        mine = self.ranks.share(lengths)
+        if keep is not None:
+            mine = [i for i in mine if keep(i)]
+        mbs = [[mine[k] for k in mb] for mb in micro_batches([lengths[i] for i in mine], self._budget())]
+        return self.ranks.padded(mbs)
+
+    def _dummy_rows(self):
+        return [[self.pad_id]], [[self.pad_id]]
+
     def logprobs(self, rows, with_entropy=False):
         """Per row, the float32 log-probs (and entropies) of its response tokens under the current weights."""
+        self._relay("logprobs", rows, with_entropy)
+        return self._logprobs(rows, with_entropy)
+
+    @torch.no_grad()
+    def _logprobs(self, rows, with_entropy):
         self.policy.model.eval()
         fitted = [self._fit(r["prompt_ids"], r["response_ids"]) for r in rows]
-        out = [None] * len(rows)
+        found = []
         lengths = [len(p) + len(r["response_ids"]) for (p, _), r in zip(fitted, rows)]
-        for mb in micro_batches(lengths, self._budget()):
+        for mb in self._my_micro_batches(lengths):
+            if mb is None:
+                response_logprobs(self.policy, *self._dummy_rows(), self.pad_id, self.autocast)
+                continue
             prompts = [fitted[i][0] for i in mb]
             responses = [rows[i]["response_ids"] for i in mb]
             logp, ent, _ = response_logprobs(self.policy, prompts, responses, self.pad_id, self.autocast,
                                              with_entropy)
             for k, i in enumerate(mb):
                 n = len(responses[k])
-                out[i] = {"logprobs": logp[k, :n].tolist(),
-                          "entropy": ent[k, :n].tolist() if ent is not None else []}
-        return out, sum(1 for _, t in fitted if t)
+                found.append((i, {"logprobs": logp[k, :n].tolist(),
+                                  "entropy": ent[k, :n].tolist() if ent is not None else []}))
+        return _assemble(len(rows), self.ranks.gather(found)), sum(1 for _, t in fitted if t)
 
     def ensure_optimizer(self, total_steps=0):
         if self.optimizer is None:
@@ -158,54 +226,69 @@ class Learner:
     def ppo_step(self, rows):
         """One optimizer step of the dual-clip policy loss over `rows` (each: prompt_ids, response_ids, advantage,
         old_logprobs, token_mask). Returns the step's metrics."""
-        t0 = time.time()
-        actor = self.cfg["actor"]
-        self.ensure_optimizer()
-        mode = actor.get("loss_agg_mode", "seq-mean-token-sum")
         for i, r in enumerate(rows):
             n = len(r["response_ids"])
             if len(r["old_logprobs"]) != n or len(r["token_mask"]) != n:
                 raise ValueError(f"rows[{i}]: old_logprobs and token_mask need one entry per response token ({n})")
-        norm = aggregate_norm([r["token_mask"] for r in rows], mode)
+        self._relay("ppo_step", rows)
+        return self._ppo_step(rows)
+
+    def _ppo_micro(self, rows, fitted, mb, mode, norm, sums):
+        """Forward and backward of one micro-batch (None: a zero-weight dummy); adds to `sums`."""
+        actor = self.cfg["actor"]
+        if mb is None:
+            logp, _, _ = response_logprobs(self.policy, *self._dummy_rows(), self.pad_id, self.autocast)
+            (logp.sum() * 0.0).backward()
+            return
+        logp, ent, valid = response_logprobs(self.policy, [fitted[i][0] for i in mb],
+                                             [rows[i]["response_ids"] for i in mb], self.pad_id, self.autocast,
+                                             with_entropy=True)
+        old = torch.zeros_like(logp)
+        mask = torch.zeros_like(valid)
+        for k, i in enumerate(mb):
+            n = len(rows[i]["response_ids"])
+            old[k, :n] = torch.tensor(rows[i]["old_logprobs"], dtype=torch.float32)
+            mask[k, :n] = torch.tensor(rows[i]["token_mask"], dtype=torch.bool)
+        adv = torch.tensor([float(rows[i]["advantage"]) for i in mb], dtype=torch.float32, device=logp.device)
+        risky = risky_tokens(old, adv, actor.get("extreme_risk_prob_threshold"))
+        sums["risky"] += float((risky & mask).sum())
+        mask = mask & ~risky
+        tl, st = dual_clip_token_loss(logp, old, adv, mask, float(actor["clip_ratio_low"]),
+                                      float(actor["clip_ratio_high"]), float(actor["clip_ratio_c"]))
+        loss = aggregate(tl, mask, mode, norm, float(actor["loss_scale_factor"]))
+        (loss * self.ranks.loss_scale if self.ranks.distributed else loss).backward()
+        sums["loss"] += float(loss.detach())
+        for key in ("clip_upper", "clip_lower", "clip_dual", "kl"):
+            sums[key] += float(st[key].sum())
+        sums["entropy"] += float((ent * mask).sum())
+        sums["tokens"] += float(mask.sum())
+
+    def _ppo_step(self, rows):
+        t0 = time.time()
+        actor = self.cfg["actor"]
+        self.ensure_optimizer()
+        mode = actor.get("loss_agg_mode", "seq-mean-token-sum")
+        norm = aggregate_norm([r["token_mask"] for r in rows], mode)  # global: every rank sees every row
         self.policy.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        sums = {"loss": 0.0, "clip_upper": 0.0, "clip_lower": 0.0, "clip_dual": 0.0, "kl": 0.0, "entropy": 0.0,
-                "risky": 0.0}
-        tokens = 0
+        keys = ("loss", "clip_upper", "clip_lower", "clip_dual", "kl", "entropy", "risky", "tokens")
+        sums = dict.fromkeys(keys, 0.0)
         fitted = [self._fit(r["prompt_ids"], r["response_ids"]) for r in rows]
         lengths = [len(p) + len(r["response_ids"]) for (p, _), r in zip(fitted, rows)]
-        for mb in micro_batches(lengths, self._budget()) if norm > 0 else []:
-            if not any(any(rows[i]["token_mask"]) for i in mb):
-                continue
-            logp, ent, valid = response_logprobs(self.policy, [fitted[i][0] for i in mb],
-                                                 [rows[i]["response_ids"] for i in mb], self.pad_id, self.autocast,
-                                                 with_entropy=True)
-            old = torch.zeros_like(logp)
-            mask = torch.zeros_like(valid)
-            for k, i in enumerate(mb):
-                n = len(rows[i]["response_ids"])
-                old[k, :n] = torch.tensor(rows[i]["old_logprobs"], dtype=torch.float32)
-                mask[k, :n] = torch.tensor(rows[i]["token_mask"], dtype=torch.bool)
-            adv = torch.tensor([float(rows[i]["advantage"]) for i in mb], dtype=torch.float32, device=logp.device)
-            risky = risky_tokens(old, adv, actor.get("extreme_risk_prob_threshold"))
-            sums["risky"] += float((risky & mask).sum())
-            mask = mask & ~risky
-            tl, st = dual_clip_token_loss(logp, old, adv, mask, float(actor["clip_ratio_low"]),
-                                          float(actor["clip_ratio_high"]), float(actor["clip_ratio_c"]))
-            loss = aggregate(tl, mask, mode, norm, float(actor["loss_scale_factor"]))
-            loss.backward()
-            sums["loss"] += float(loss.detach())
-            for key in ("clip_upper", "clip_lower", "clip_dual", "kl"):
-                sums[key] += float(st[key].sum())
-            sums["entropy"] += float((ent * mask).sum())
-            tokens += int(mask.sum())
+        micro = self._my_micro_batches(lengths, lambda i: any(rows[i]["token_mask"])) if norm > 0 else []
+        for mb in micro:
+            self._ppo_micro(rows, fitted, mb, mode, norm, sums)
+        sums = dict(zip(keys, self.ranks.all_sum([sums[k] for k in keys])))
+        tokens = int(sums["tokens"])
         metrics = {"actor/rows": len(rows), "actor/tokens": tokens, "actor/truncated_rows": sum(t for _, t in fitted),
                    "actor/risky_tokens_masked": sums["risky"]}
         if tokens == 0:
+            self.optimizer.zero_grad(set_to_none=True)
             metrics["actor/skipped"] = 1
             return metrics
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(),
-                                                         float(actor["optim"]["clip_grad"])))
+        params = list(self.policy.model.parameters())
+        self.ranks.reduce_grads(params)
+        grad_norm = self.ranks.clip_grad_norm(params, float(actor["optim"]["clip_grad"]))
         if math.isfinite(grad_norm):
             self.optimizer.step()
             self.scheduler.step()
@@ -224,16 +307,91 @@ class Learner:
 
     # ---- checkpoints -----------------------------------------------------------------------------------------------
     def save(self, path, state):
+        self._relay("save", path, state)
+        return self._save(path, state)
+
+    def _save(self, path, state):
         state = dict(state, policy_version=self.version, arch=self.policy.arch)
-        return checkpoint.save(path, self.policy, self.tokenizer, self.optimizer, self.scheduler, state)
+        if not self.ranks.distributed:
+            return checkpoint.save(path, self.policy, self.tokenizer, self.optimizer, self.scheduler, state)
+        policy, optim_state = full_copy(self.ranks, self.policy, self.optimizer)  # collective
+        if self.ranks.is_main:
+            checkpoint.save(path, policy, self.tokenizer, self.optimizer, self.scheduler, state, optim_state)
+        self.ranks.broadcast(None)  # the checkpoint is complete before any rank goes on
+        return path
+
+    def save_weights(self, path):
+        """The policy and its tokenizer (a model folder) to `path`."""
+        self._relay("save_weights", path)
+        return self._save_weights(path)
+
+    def _save_weights(self, path):
+        policy = full_copy(self.ranks, self.policy)[0] if self.ranks.distributed else self.policy
+        if self.ranks.is_main:
+            policy.save(path)
+            self.tokenizer.save(path)
+        self.ranks.broadcast(None)
+        return path
 
     def resume(self, path):
         """Optimizer, scheduler and RNG from checkpoint `path` (the weights were loaded from path/model)."""
-        checkpoint.restore(path, self.optimizer, self.scheduler)
+        checkpoint.restore(path, self.optimizer, self.scheduler, self._load_optimizer_state)
         state = checkpoint.load_state(path)
         self.version = int(state.get("policy_version", 0))
         return state
 
+    def _load_optimizer_state(self, blob):
+        if self.ranks.sharding != "fsdp2":
+            self.optimizer.load_state_dict(blob)
+            return
+        if not blob.get("state"):  # a stateless optimizer (SGD without momentum): only the hyperparameters
+            for group, saved in zip(self.optimizer.param_groups, blob["param_groups"]):
+                group.update({k: v for k, v in saved.items() if k != "params"})
+            return
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+        set_optimizer_state_dict(self.policy.model, self.optimizer, blob, options=StateDictOptions(
+            full_state_dict=True))
+
     def load_weights(self, path):
-        self.policy.load_weights(path)
+        self._relay("load_weights", path)
+        self._load_weights(path)
+
+    def _load_weights(self, path):
+        if self.ranks.sharding == "fsdp2":
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+            other = Policy.load(path, "cpu", dtype="fp32")
+            set_model_state_dict(self.policy.model, other.model.state_dict(),
+                                 options=StateDictOptions(full_state_dict=True))
+        else:
+            self.policy.load_weights(path)
         self.version += 1
+
+
+def _assemble(n, parts):
+    """[(index, item), ...] from every rank -> a list of n items in index order."""
+    out = [None] * n
+    for part in parts:
+        for i, item in part:
+            out[i] = item
+    return out
+
+
+def full_copy(ranks, policy, optimizer=None):
+    """(an unsharded CPU Policy on rank 0 — None elsewhere, the full optimizer state dict on rank 0 or None).
+    Collective under fsdp2; under replicate every rank already holds it all."""
+    if ranks.sharding != "fsdp2":
+        return (policy if ranks.is_main else None), (optimizer.state_dict() if optimizer is not None else None)
+    from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
+                                                         get_optimizer_state_dict)
+    opts = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    state = get_model_state_dict(policy.model, options=opts)
+    optim_state = get_optimizer_state_dict(policy.model, optimizer, options=opts) if optimizer is not None else None
+    if not ranks.is_main:
+        return None, None
+    base = policy.model.kgym_base_class
+    model = base(policy.model.cfg) if policy.arch == "tiny" else base(policy.model.config)
+    missing, unexpected = model.to(next(iter(state.values())).dtype).load_state_dict(state, strict=False)
+    if unexpected or any(k != "lm_head.weight" for k in missing):  # a tied head may be left out of the state
+        raise RuntimeError(f"the gathered state does not fit {base.__name__}: missing {missing}, unexpected "
+                           f"{unexpected}")
+    return Policy(model, policy.arch, "cpu"), optim_state

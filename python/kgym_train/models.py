@@ -176,9 +176,12 @@ class Policy:
                           use_cache=False).logits
 
     @torch.no_grad()
-    def generate(self, prompts, max_new_tokens, stop_ids, pad_id, temperature=1.0, top_p=1.0, top_k=0, seed=None):
+    def generate(self, prompts, max_new_tokens, stop_ids, pad_id, temperature=1.0, top_p=1.0, top_k=0, seed=None,
+                 all_done=None):
         """Samples a continuation of each prompt (lists of ids). temperature 0 = greedy. Returns, per prompt,
-        (ids, logprobs, finish_reason) with the stop token included in ids when it was produced."""
+        (ids, logprobs, finish_reason) with the stop token included in ids when it was produced. `all_done`
+        (sharded learners, distributed.py): called with this process's "all my rows stopped" after each token,
+        true when every rank's have; the loop runs until then, as every forward is a collective."""
         if seed is not None:
             torch.manual_seed(int(seed))
         width = max(len(p) for p in prompts)
@@ -190,15 +193,19 @@ class Policy:
         ids, mask = ids.to(self.device), mask.to(self.device)
         self.model.eval()
         if self.arch == "tiny":
-            new, raw = self._sample_loop(ids, mask, max_new_tokens, stop_ids, pad_id, temperature, top_p, top_k)
+            new, raw = self._sample_loop(ids, mask, max_new_tokens, stop_ids, pad_id, temperature, top_p, top_k,
+                                         all_done)
         else:
-            new, raw = self._hf_generate(ids, mask, max_new_tokens, stop_ids, pad_id, temperature, top_p, top_k)
+            new, raw = self._hf_generate(ids, mask, max_new_tokens, stop_ids, pad_id, temperature, top_p, top_k,
+                                         all_done is not None)
         return _finish(new, raw, stop_ids)
 
-    def _hf_generate(self, ids, mask, max_new, stop_ids, pad_id, temperature, top_p, top_k):
+    def _hf_generate(self, ids, mask, max_new, stop_ids, pad_id, temperature, top_p, top_k, synced=False):
         sample = temperature > 0
         kwargs = dict(do_sample=sample, max_new_tokens=max_new, eos_token_id=list(stop_ids), pad_token_id=pad_id,
                       output_logits=True, return_dict_in_generate=True)
+        if synced:
+            kwargs["synced_gpus"] = True
         if sample:
             kwargs.update(temperature=temperature, top_p=top_p, top_k=top_k if top_k > 0 else 0)
         else:
@@ -208,7 +215,7 @@ class Policy:
         raw = torch.stack(out.logits, dim=1) if out.logits else torch.zeros(new.shape + (1,), device=new.device)
         return new, raw
 
-    def _sample_loop(self, ids, mask, max_new, stop_ids, pad_id, temperature, top_p, top_k):
+    def _sample_loop(self, ids, mask, max_new, stop_ids, pad_id, temperature, top_p, top_k, all_done=None):
         done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
         stops = torch.tensor(list(stop_ids), device=ids.device)
         new, raw = [], []
@@ -221,7 +228,7 @@ class Policy:
             ids = torch.cat([ids, token[:, None]], 1)
             mask = torch.cat([mask, (~done).long()[:, None]], 1)
             done = done | (token[:, None] == stops[None, :]).any(-1)
-            if bool(done.all()):
+            if (all_done(bool(done.all())) if all_done is not None else bool(done.all())):
                 break
         return torch.stack(new, 1), torch.stack(raw, 1)
 

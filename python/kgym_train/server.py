@@ -168,7 +168,8 @@ class LearnerServer:
     # ---- endpoints -------------------------------------------------------------------------------------------------
     def health(self, _):
         return {"status": "ok", P.FIELD_POLICY_VERSION: self.learner.version, "model": self.model_name,
-                "device": str(self.learner.device), "generation": dict(self.batcher.stats)}
+                "device": str(self.learner.device), "generation": dict(self.batcher.stats),
+                "ranks": self.learner.ranks.world, "sharding": self.learner.ranks.sharding}
 
     def models(self, _):
         return {"object": "list", "data": [{"id": self.model_name, "object": "model", "owned_by": "kgym"}]}
@@ -272,8 +273,7 @@ class LearnerServer:
         if not path:
             raise BadRequest(f"'{P.FIELD_DIR}' is required")
         with self.learner.lock:
-            self.learner.policy.save(path)
-            self.learner.tokenizer.save(path)
+            self.learner.save_weights(path)
         return {P.FIELD_DIR: path, P.FIELD_POLICY_VERSION: self.learner.version}
 
     def log_metrics(self, body):

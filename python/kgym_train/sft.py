@@ -30,16 +30,33 @@ def _micro(data, batch, cfg):
     raise ValueError(f"data.batching must be padding or packing, got {cfg['batching']!r}")
 
 
+def _my_micro(learner, data, batch, data_cfg):
+    """This rank's share of `batch` in micro-batches, padded with None to the busiest rank's count (one rank: the
+    whole batch). The normaliser stays the whole batch's, so the ranks' losses sum to the one-rank loss."""
+    ranks = learner.ranks
+    mine = ranks.share([len(data.examples[i][0]) for i in batch])
+    return ranks.padded(_micro(data, [batch[k] for k in mine], data_cfg))
+
+
+def _dummy(learner):
+    return sft_token_losses(learner.policy, [[learner.pad_id] * 2], [[0, 0]], learner.pad_id, learner.autocast)[0]
+
+
 def sft_step(learner, data, batch, data_cfg):
     """Forward/backward of one global batch; returns (mean loss, assistant tokens, all tokens)."""
     targets = sum(sum(data.examples[i][1][1:]) for i in batch)
+    scale = learner.ranks.loss_scale
     total = 0.0
-    for mb in _micro(data, batch, data_cfg):
+    for mb in _my_micro(learner, data, batch, data_cfg):
+        if mb is None:
+            (_dummy(learner) * 0.0).backward()
+            continue
         seqs = [data.examples[i][0] for i in mb]
         masks = [data.examples[i][1] for i in mb]
         loss_sum, _ = sft_token_losses(learner.policy, seqs, masks, learner.pad_id, learner.autocast)
-        (loss_sum / targets).backward()
+        (loss_sum / targets * scale if learner.ranks.distributed else loss_sum / targets).backward()
         total += float(loss_sum.detach())
+    total = learner.ranks.all_sum([total])[0]
     return total / targets, targets, sum(len(data.examples[i][0]) for i in batch)
 
 
@@ -47,11 +64,14 @@ def sft_step(learner, data, batch, data_cfg):
 def validation_loss(learner, data, data_cfg):
     learner.policy.model.eval()
     loss, targets = 0.0, 0
-    everything = list(range(len(data.examples)))
-    for mb in _micro(data, everything, data_cfg):
+    for mb in _my_micro(learner, data, list(range(len(data.examples))), data_cfg):
+        if mb is None:
+            _dummy(learner)
+            continue
         s, n = sft_token_losses(learner.policy, [data.examples[i][0] for i in mb], [data.examples[i][1] for i in mb],
                                 learner.pad_id, learner.autocast)
         loss, targets = loss + float(s), targets + n
+    loss, targets = learner.ranks.all_sum([loss, targets])
     learner.policy.model.train()
     return loss / max(targets, 1)
 
@@ -62,7 +82,8 @@ def run_sft(cfg):
     os.makedirs(out_dir, exist_ok=True)
     resume = checkpoint.resolve_resume(trainer.get("resume", "auto"), out_dir)
     learner = Learner(cfg, model_path=os.path.join(resume, "model") if resume else None)
-    log = MetricsLog(out_dir)
+    main = learner.ranks.is_main  # under torchrun every rank runs this loop on its share; rank 0 logs and saves
+    log = MetricsLog(out_dir) if main else None
     conversations = load_conversations(data_cfg["train_files"], data_cfg["messages_key"])
     data = SftData(conversations, learner.renderer, int(data_cfg["max_length"]), data_cfg["truncation"],
                    int(data_cfg["train_batch_size"]), int(trainer["seed"]), bool(data_cfg.get("shuffle", True)))
@@ -79,15 +100,19 @@ def run_sft(cfg):
     if resume:
         step = int(learner.resume(resume)["step"])
         print(f"kgym_train sft: resumed from {resume} at step {step}", flush=True)
-    print(f"kgym_train sft: {len(data.examples)} conversations ({data.tokens()} tokens, {data.truncated} truncated, "
-          f"{data.dropped} dropped), {per_epoch} steps/epoch, {total} steps, {learner.policy.num_parameters()} "
-          f"parameters ({learner.policy.arch}) on {learner.device}", flush=True)
+    if main:
+        print(f"kgym_train sft: {len(data.examples)} conversations ({data.tokens()} tokens, {data.truncated} "
+              f"truncated, {data.dropped} dropped), {per_epoch} steps/epoch, {total} steps, "
+              f"{learner.policy.num_parameters()} parameters ({learner.policy.arch}) on {learner.device} x "
+              f"{learner.ranks.world} rank(s) ({learner.ranks.sharding})", flush=True)
     learner.policy.model.train()
     while step < total:
         t0 = time.time()
         epoch, index = divmod(step, per_epoch)
         loss, targets, tokens = sft_step(learner, data, data.batch(epoch, index), data_cfg)
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(learner.policy.model.parameters(), float(optim["clip_grad"])))
+        params = list(learner.policy.model.parameters())
+        learner.ranks.reduce_grads(params)
+        grad_norm = learner.ranks.clip_grad_norm(params, float(optim["clip_grad"]))
         lr = learner.optimizer.param_groups[0]["lr"]
         learner.optimizer.step()
         learner.scheduler.step()
@@ -102,14 +127,16 @@ def run_sft(cfg):
         if val is not None and ((int(trainer["test_freq"]) > 0 and step % int(trainer["test_freq"]) == 0)
                                 or step == total):
             rec["val/loss"] = validation_loss(learner, val, data_cfg)
-        if step % max(1, int(trainer.get("log_freq", 1))) == 0 or step == total:
+        if main and (step % max(1, int(trainer.get("log_freq", 1))) == 0 or step == total):
             log.write(step, rec)
         if step == total or (int(trainer["save_freq"]) > 0 and step % int(trainer["save_freq"]) == 0):
             learner.save(os.path.join(out_dir, "checkpoints", f"step_{step}"), {"step": step, "total": total})
-            checkpoint.prune(out_dir, trainer.get("max_ckpt_to_keep"))
+            if main:
+                checkpoint.prune(out_dir, trainer.get("max_ckpt_to_keep"))
     final = os.path.join(out_dir, "final")
-    learner.policy.save(final)
-    learner.tokenizer.save(final)
-    log.close()
-    print(f"kgym_train sft: done, final model in {final}", flush=True)
+    learner.save_weights(final)
+    if main:
+        log.close()
+        print(f"kgym_train sft: done, final model in {final}", flush=True)
+    learner.ranks.close()
     return final

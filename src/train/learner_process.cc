@@ -47,30 +47,21 @@ std::string TrainPackages() {
 }
 
 std::vector<std::string> Argv(const LearnerLaunch& l, const std::string& python) {
-  std::vector<std::string> a = {python,   "-u",   "-m",     "kgym_train",           "serve",  "--config", l.config_path,
-                                "--host", l.host, "--port", std::to_string(l.port), "--name", l.name};
+  std::vector<std::string> a = {"serve",  "--config", l.config_path, "--host", l.host, "--port", std::to_string(l.port),
+                                "--name", l.name};
   if (!l.model.empty()) a.insert(a.end(), {"--model", l.model});
   if (!l.resume.empty()) a.insert(a.end(), {"--resume", l.resume});
   if (l.train) a.push_back("--train");
   if (!l.tensorboard_dir.empty()) a.insert(a.end(), {"--out-dir", l.tensorboard_dir});
-  return a;
+  return LearnerCommand(python, l.nproc_per_node, a);
 }
 
-// The child's environment: ours, with PYTHONPATH, KGYM_TRAIN_PKGS and PYTHONUNBUFFERED set. Built before fork:
-// between fork and exec only async-signal-safe calls are allowed (another thread may hold malloc's lock).
-std::vector<std::string> ChildEnv(const std::string& pythonpath) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    if (kv.rfind("PYTHONPATH=", 0) == 0 || kv.rfind("KGYM_TRAIN_PKGS=", 0) == 0 ||
-        kv.rfind("PYTHONUNBUFFERED=", 0) == 0)
-      continue;
-    env.push_back(kv);
-  }
-  env.push_back("PYTHONPATH=" + pythonpath);
-  env.push_back("PYTHONUNBUFFERED=1");
-  if (const std::string pkgs = TrainPackages(); !pkgs.empty()) env.push_back("KGYM_TRAIN_PKGS=" + pkgs);
-  return env;
+// The child's environment, built before fork: between fork and exec only async-signal-safe calls are allowed
+// (another thread may hold malloc's lock).
+std::vector<std::string> ChildEnv(const std::string& pythonpath, const std::vector<int>& devices) {
+  std::vector<std::string> base;
+  for (char** e = environ; *e; ++e) base.emplace_back(*e);
+  return LearnerEnvironment(base, pythonpath, TrainPackages(), devices);
 }
 
 std::vector<char*> Pointers(std::vector<std::string>& v) {
@@ -81,6 +72,65 @@ std::vector<char*> Pointers(std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+Status LearnerPlacement(const nlohmann::json& trainer, LearnerLaunch* l) {
+  const auto& n = trainer.contains("nproc_per_node") ? trainer["nproc_per_node"] : nlohmann::json(1);
+  if (!n.is_number_integer() || n.get<int>() < 1)
+    return Status::InvalidArgument("trainer.nproc_per_node must be an integer >= 1, got " + n.dump());
+  l->nproc_per_node = n.get<int>();
+  l->devices.clear();
+  const auto& d = trainer.contains("devices") ? trainer["devices"] : nlohmann::json();
+  if (d.is_null()) return Status::Ok();
+  if (!d.is_array() || d.empty())
+    return Status::InvalidArgument("trainer.devices must be null or a non-empty list of GPU indices, got " + d.dump());
+  for (const auto& x : d) {
+    if (!x.is_number_integer() || x.get<int>() < 0)
+      return Status::InvalidArgument("trainer.devices must hold GPU indices (integers >= 0), got " + d.dump());
+    l->devices.push_back(x.get<int>());
+  }
+  if (static_cast<int>(l->devices.size()) < l->nproc_per_node)
+    return Status::InvalidArgument("trainer.nproc_per_node is " + std::to_string(l->nproc_per_node) +
+                                   " but trainer.devices names only " + std::to_string(l->devices.size()) +
+                                   " GPU(s): " + d.dump());
+  return Status::Ok();
+}
+
+std::vector<std::string> LearnerCommand(const std::string& python, int nproc, const std::vector<std::string>& args) {
+  std::vector<std::string> a = {python, "-u", "-m"};
+  if (nproc > 1) {
+    std::string map;
+    for (int r = 1; r < nproc; ++r) map += (r > 1 ? "," : "") + std::to_string(r) + ":1";
+    a.insert(a.end(), {"torch.distributed.run", "--standalone", "--nproc_per_node", std::to_string(nproc),
+                       "--redirects", map, "--tee", map, "-m"});
+  }
+  a.push_back("kgym_train");
+  a.insert(a.end(), args.begin(), args.end());
+  return a;
+}
+
+std::vector<std::string> LearnerEnvironment(const std::vector<std::string>& base, const std::string& pythonpath,
+                                            const std::string& train_pkgs, const std::vector<int>& devices) {
+  static const char* kNvls[] = {"NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1", "NVSHMEM_DISABLE_NVLS=1"};
+  std::vector<std::string> replaced = {"PYTHONPATH=", "KGYM_TRAIN_PKGS=", "PYTHONUNBUFFERED="};
+  if (!devices.empty()) replaced.push_back("CUDA_VISIBLE_DEVICES=");
+  for (const char* kv : kNvls) replaced.push_back(std::string(kv).substr(0, std::string(kv).find('=') + 1));
+  std::vector<std::string> env;
+  for (const auto& kv : base) {
+    bool drop = false;
+    for (const auto& key : replaced) drop |= kv.rfind(key, 0) == 0;
+    if (!drop) env.push_back(kv);
+  }
+  env.push_back("PYTHONPATH=" + pythonpath);
+  env.push_back("PYTHONUNBUFFERED=1");
+  if (!train_pkgs.empty()) env.push_back("KGYM_TRAIN_PKGS=" + train_pkgs);
+  if (!devices.empty()) {
+    std::string list;
+    for (size_t i = 0; i < devices.size(); ++i) list += (i ? "," : "") + std::to_string(devices[i]);
+    env.push_back("CUDA_VISIBLE_DEVICES=" + list);
+  }
+  for (const char* kv : kNvls) env.emplace_back(kv);
+  return env;
+}
 
 std::string FindLearnerPythonPath() {
   for (const char* var : {"KGYM_TRAIN_PATH", "KGYM_HARNESS_PATH"})
@@ -110,13 +160,13 @@ Status LearnerPythonPath(std::string* out) {
   return Status::Ok();
 }
 
-Status RunLearnerCommand(const std::string& python, const std::vector<std::string>& args) {
+Status RunLearnerCommand(const std::string& python, const std::vector<std::string>& args,
+                         const LearnerLaunch& placement) {
   std::string pythonpath;
   Status s = LearnerPythonPath(&pythonpath);
   if (!s.ok()) return s;
-  std::vector<std::string> argv_s = {python, "-u", "-m", "kgym_train"};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<std::string> env_s = ChildEnv(pythonpath);
+  std::vector<std::string> argv_s = LearnerCommand(python, placement.nproc_per_node, args);
+  std::vector<std::string> env_s = ChildEnv(pythonpath, placement.devices);
   std::vector<char*> argv = Pointers(argv_s), envp = Pointers(env_s);
   const pid_t parent = getpid();
   pid_t pid = fork();
@@ -154,7 +204,7 @@ Status LearnerProcess::Start(const LearnerLaunch& l) {
     return Status::IOError("pipe failed");
   }
   std::vector<std::string> args = Argv(l, python);
-  std::vector<std::string> env_s = ChildEnv(pythonpath);
+  std::vector<std::string> env_s = ChildEnv(pythonpath, l.devices);
   std::vector<char*> argv = Pointers(args), envp = Pointers(env_s);
   const pid_t parent = getpid();
   pid_t pid = fork();

@@ -1,10 +1,11 @@
 // LearnerProcess: the learner (python -m kgym_train serve, python/kgym_train) as a child process of kgym, and the
 // HTTP calls kgym makes to it (learner_protocol.h).
 //
-// Start() runs the interpreter with the learner's package on PYTHONPATH, waits until the child prints its ready
-// line (or exits, or the startup timeout passes: then the error quotes the end of its log), and keeps the child's
-// stdout and stderr in `log_path`. The child dies with kgym (PR_SET_PDEATHSIG). Stop() asks it to shut down and
-// kills it if it has not exited within a few seconds; the destructor calls Stop().
+// Start() runs the interpreter with the learner's package on PYTHONPATH (under torch.distributed.run, one process per
+// GPU, when nproc_per_node > 1: rank 0 prints the ready line and serves, the other ranks follow it), waits until the
+// child prints its ready line (or exits, or the startup timeout passes: then the error quotes the end of its log), and
+// keeps the child's stdout and stderr in `log_path`. The child dies with kgym (PR_SET_PDEATHSIG). Stop() asks it to
+// shut down and kills it if it has not exited within a few seconds; the destructor calls Stop().
 //
 // Thread-safe after Start(): Call() may run from many threads (each call its own HTTP request).
 #pragma once
@@ -32,7 +33,25 @@ struct LearnerLaunch {
   std::string name = "kgym-policy";
   std::string log_path;  // child's stdout + stderr (appended)
   double startup_timeout_s = 600;
+  int nproc_per_node = 1;    // trainer.nproc_per_node: > 1 runs the learner under torch.distributed.run
+  std::vector<int> devices;  // trainer.devices: the learner's CUDA_VISIBLE_DEVICES; empty = unchanged
 };
+
+// Fills nproc_per_node and devices from a resolved config's trainer section; an error names the bad key.
+Status LearnerPlacement(const nlohmann::json& trainer, LearnerLaunch* launch);
+
+// The command line that runs `python -m kgym_train MODULE_ARGS...`: directly, or for nproc_per_node > 1 as
+// `python -m torch.distributed.run --standalone --nproc_per_node N --redirects 1:1,... --tee 1:1,... -m kgym_train
+// ...` (ranks > 0 have their stdout teed with a prefix; rank 0's stays bare so its ready line is found; the
+// explicit maps also sidestep a crash of torch 1.13's launcher under Python 3.11 when they are left at 0).
+std::vector<std::string> LearnerCommand(const std::string& python, int nproc_per_node,
+                                        const std::vector<std::string>& module_args);
+
+// The learner's environment: `base` (KEY=VALUE) with PYTHONPATH, PYTHONUNBUFFERED, KGYM_TRAIN_PKGS (when given),
+// CUDA_VISIBLE_DEVICES (when `devices` is not empty) replaced, and NCCL_NVLS_ENABLE=0,
+// TORCH_SYMM_MEM_DISABLE_MULTICAST=1, NVSHMEM_DISABLE_NVLS=1 always set.
+std::vector<std::string> LearnerEnvironment(const std::vector<std::string>& base, const std::string& pythonpath,
+                                            const std::string& train_pkgs, const std::vector<int>& devices);
 
 // Where python/kgym_train lives: $KGYM_TRAIN_PATH, $KGYM_HARNESS_PATH, the installed or build layout next to the
 // binary, then the source tree. Empty when none holds kgym_train.
@@ -41,8 +60,10 @@ std::string FindLearnerPythonPath();
 // The interpreter to run the learner with: `configured`, else $KGYM_PYTHON, else python3.
 std::string LearnerInterpreter(const std::string& configured);
 
-// Runs `python -m kgym_train ARGS...` in the foreground (its output goes where kgym's goes) and waits for it.
-Status RunLearnerCommand(const std::string& python, const std::vector<std::string>& args);
+// Runs `python -m kgym_train ARGS...` in the foreground (its output goes where kgym's goes) and waits for it;
+// `placement` (nproc_per_node, devices) as in Start().
+Status RunLearnerCommand(const std::string& python, const std::vector<std::string>& args,
+                         const LearnerLaunch& placement = {});
 
 class LearnerProcess {
  public:

@@ -149,7 +149,8 @@ Status RlTrainer::StartEngines(const std::string& resume) {
   l.port = lc["port"].get<int>();
   l.log_path = out_dir_ + "/learner.log";
   l.startup_timeout_s = lc["startup_timeout"].get<double>();
-  Status s = learner_.Start(l);
+  Status s = LearnerPlacement(cfg_["trainer"], &l);
+  if (s.ok()) s = learner_.Start(l);
   if (!s.ok()) return s;
   agent::ChatClientOptions co;
   co.timeout_s = 3600;

@@ -25,7 +25,8 @@ Status GradeModel(const nlohmann::json& cfg, const std::string& model_dir, const
   l.model = model_dir;
   l.log_path = out_dir + "/learner.log";
   l.startup_timeout_s = cfg["learner"]["startup_timeout"].get<double>();
-  s = learner.Start(l);
+  s = LearnerPlacement(cfg["trainer"], &l);
+  if (s.ok()) s = learner.Start(l);
   if (!s.ok()) return s;
   agent::ChatClientOptions co;
   co.base_url = learner.base_url() + "/v1";
@@ -81,7 +82,9 @@ Status RunSft(const nlohmann::json& cfg, bool train, nlohmann::json* summary) {
   if (cfg["learner"]["python"].is_string()) python = cfg["learner"]["python"].get<std::string>();
   if (train) {
     if (cfg["data"]["train_files"].empty()) return Status::InvalidArgument("data.train_files is empty");
-    Status s = RunLearnerCommand(LearnerInterpreter(python), {"sft", "--config", config_path});
+    LearnerLaunch placement;
+    Status s = LearnerPlacement(cfg["trainer"], &placement);
+    if (s.ok()) s = RunLearnerCommand(LearnerInterpreter(python), {"sft", "--config", config_path}, placement);
     if (!s.ok()) return s;
   }
   *summary = nlohmann::json::object();
