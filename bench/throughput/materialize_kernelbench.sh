@@ -41,14 +41,14 @@ strip .kb/redis/redis-server 2>/dev/null || true
 if [ "${SKIP_WHEELS:-0}" != 1 ]; then
   rm -rf .whl && mkdir -p .whl
   # One version of each; --no-deps, so every dependency the GPU machine lacks is named (KINDS.md lists what it has:
-  # anyio, click, h11, uvloop, httpx, psutil, numpy are there). typing-extensions is there too, but pydantic 2.11
-  # needs >= 4.12.2, which that machine's version is not known to meet.
+  # anyio, click, h11, uvloop, httpx, psutil, numpy, typing-extensions are there). typing-extensions is not carried:
+  # a carried 4.14 shadowed the machine's newer one, whose `sentinel` its anyio imports, and KernelGYM's server
+  # answered 500 to every request (run of 2026-12-05 08:40Z).
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 --platform manylinux1_x86_64 --platform any -d .whl \
     fastapi==0.115.12 starlette==0.46.2 pydantic==2.11.7 pydantic-core==2.33.2 annotated-types==0.7.0 \
-    typing-inspection==0.4.1 pydantic-settings==2.10.1 python-dotenv==1.0.0 uvicorn==0.24.0 redis==5.0.1 \
-    typing-extensions==4.14.1
+    typing-inspection==0.4.1 pydantic-settings==2.10.1 python-dotenv==1.0.0 uvicorn==0.24.0 redis==5.0.1
 fi
 du -sh .kb .whl 2>/dev/null
 cat .kb/SOURCES.txt

@@ -5,7 +5,8 @@
 #      other slot settings ($SLOTS_SWEEP) for the plot of evaluations per GPU-hour against slots;
 #   2. level 1 at KernelBench's sizes through kgym at the best slot setting: wall per evaluation against its pure
 #      GPU work.
-# Every runner has a time budget (seconds, below): a runner cut short says so in its summary (done/candidates).
+# LEVELS picks the parts ("2 1", the default; "2" or "1" alone fit the device tool's 10-minute call with the red team
+# beside level 1). Every runner has a time budget (seconds, below): a runner cut short says so in its summary (done/candidates).
 # Needs, carried into the working tree: build/gpu (bench/gpu/pack.sh), .kb and .whl
 # (bench/throughput/materialize_kernelbench.sh). Writes to $OUT: machine.txt, kb_l2.json, kb_l2_slots.png, kb_l1.json,
 # summary.md, logs.tgz. A rehearsal on a CPU: GPUS=none WHEELS=none KB_DIR=<small folder> EXTRA="--size small".
@@ -17,6 +18,7 @@ B=$PWD/build/gpu
 L2_PROBLEMS="${L2_PROBLEMS:-12}" L1_PROBLEMS="${L1_PROBLEMS:-1,40,57}"
 SLOTS_MAIN="${SLOTS_MAIN:-4}" SLOTS_SWEEP="${SLOTS_SWEEP:-1 8}"
 B_MAIN="${B_MAIN:-100}" B_KB="${B_KB:-130}" B_KGYM="${B_KGYM:-160}" B_SWEEP="${B_SWEEP:-35}" B_L1="${B_L1:-50}"
+LEVELS="${LEVELS:-2 1}"
 KB_DIR="${KB_DIR:-.kb/KernelBench}" GPUS="${GPUS:-0}" WHEELS="${WHEELS:-.whl}" EXTRA="${EXTRA:-}"
 LOGS=/tmp/kgym-kb-logs
 rm -rf "$LOGS" && mkdir -p "$LOGS"
@@ -50,10 +52,12 @@ for s in $SLOTS_SWEEP; do budgets+=(--budget "kgym:$s=$B_SWEEP"); done
 COMMON=(--bin /tmp/kgym --kernelbench "$KB_DIR" --gpus "$GPUS" --clients 32 --correct-trials 5 --perf-trials 100
         --python python3 --kernelgym .kb/KernelGYM --redis-server .kb/redis/redis-server $EXTRA)
 t0=$(date +%s)
+if [[ " $LEVELS " == *" 2 "* ]]; then
 timeout 470 python3 bench/throughput/run_throughput.py "${COMMON[@]}" --level 2 --problems "$L2_PROBLEMS" \
   --runners "kgym:$SLOTS_MAIN,kernelbench,kernelgym$sweep" "${budgets[@]}" --logs "$LOGS/l2" \
   --out "$OUT/kb_l2.json" --plot "$OUT/kb_l2_slots.png" > "$OUT/summary.md" 2> "$LOGS/l2.stderr"
 echo "level 2: rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.md"
+fi
 
 best=$(python3 -c "
 import json, sys
@@ -61,9 +65,11 @@ s = [x for x in json.load(open(sys.argv[1]))['summaries'] if x['runner'] == 'kgy
 print(max(s, key=lambda x: x['evals_per_gpu_hour'])['setting']['slots'])" "$OUT/kb_l2.json" 2>/dev/null \
   || echo "$SLOTS_MAIN")
 t0=$(date +%s)
+if [[ " $LEVELS " == *" 1 "* ]]; then
 timeout $(( B_L1 + 40 )) python3 bench/throughput/run_throughput.py "${COMMON[@]}" --level 1 --problems "$L1_PROBLEMS" \
   --per-problem 3 --correct-only --runners "kgym:$best" --budget "kgym=$B_L1" --logs "$LOGS/l1" \
   --out "$OUT/kb_l1.json" >> "$OUT/summary.md" 2> "$LOGS/l1.stderr"
 echo "level 1 (kgym slots $best): rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.md"
+fi
 tar czf "$OUT/logs.tgz" --exclude="*.sqlite*" -C /tmp kgym-kb-logs 2>/dev/null
 cat "$OUT/summary.md"

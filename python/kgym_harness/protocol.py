@@ -18,6 +18,7 @@ class Kind:
     NULL = "null"
     BURST = "burst"
     FETCH = "fetch"
+    FETCH_KEPT = "fetch_kept"
     DETECT = "detect"
     TIMELINE = "timeline"  # both ways
     FINISH = "finish"
@@ -30,6 +31,7 @@ class Kind:
     ARMED = "armed"
     DONE = "done"
     OUTPUTS = "outputs"
+    KEPT = "kept"
     DETECTED = "detected"
     EVIDENCE = "evidence"
     NOTE = "note"
@@ -64,6 +66,8 @@ class Field:
     TRITON_LAUNCHES = "triton_launches"
     TRITON_KERNELS = "triton_kernels"
     FLUSH_MB = "flush_mb"
+    KEEP_MB = "keep_mb"
+    KEEP = "keep"
     CALL = "call"
     SET = "set"
     K = "k"
@@ -120,12 +124,13 @@ MESSAGES = {
                             "tensors"),
     (Kind.TRIAL, TO_WORKER): ("index", "inputs", "tensors", "regions"),
     (Kind.POOL_SET, TO_WORKER): ("inputs", "tensors", "regions"),
-    (Kind.TIMING, TO_WORKER): ("flush_mb",),
+    (Kind.TIMING, TO_WORKER): ("flush_mb", "keep_mb"),
     (Kind.CALL, TO_WORKER): ("call", "set"),
     (Kind.GO, TO_WORKER): ("call",),
     (Kind.NULL, TO_WORKER): ("call",),
     (Kind.BURST, TO_WORKER): ("call", "set", "k", "model"),
-    (Kind.FETCH, TO_WORKER): ("call", "set"),
+    (Kind.FETCH, TO_WORKER): ("call", "set", "keep"),
+    (Kind.FETCH_KEPT, TO_WORKER): ("call",),
     (Kind.DETECT, TO_WORKER): (),
     (Kind.TIMELINE, TO_WORKER): (),
     (Kind.FINISH, TO_WORKER): (),
@@ -139,6 +144,7 @@ MESSAGES = {
     (Kind.ARMED, TO_SUPERVISOR): ("call",),
     (Kind.DONE, TO_SUPERVISOR): ("call", "self_ms", "event_ms"),
     (Kind.OUTPUTS, TO_SUPERVISOR): ("call", "outputs", "tensors", "regions"),
+    (Kind.KEPT, TO_SUPERVISOR): ("call",),
     (Kind.DETECTED, TO_SUPERVISOR): ("error",),
     (Kind.TIMELINE, TO_SUPERVISOR): ("error",),
     (Kind.EVIDENCE, TO_SUPERVISOR): ("items",),

@@ -85,11 +85,49 @@ def _burst(sock, r, h):
     _done(sock, h[Field.CALL], t0)
 
 
-def _fetch(sock, r, h):
+class _Kept:
+    """Copies of fetched calls' outputs, made on the outputs' own device, held until the supervisor asks for them
+    after the timed part: the copy costs the device a read and a write; the transfer and the comparison then happen
+    outside the timing lock. Within `budget` bytes; a call past it, or one whose outputs are not plain tensors, is
+    sent at once."""
+
+    def __init__(self, keep_mb):
+        self.budget = int(max(0.0, float(keep_mb or 0)) * (1 << 20))
+        self.used = 0
+        self.held = {}
+
+    def take(self, call, out):
+        values = as_list(out)
+        if not all(type(v) is torch.Tensor for v in values):  # noqa: E721 (a subclass is sent as it is)
+            return False
+        n = sum(v.numel() * v.element_size() for v in values)
+        if call in self.held or self.used + n > self.budget:
+            return False
+        with torch.no_grad():
+            self.held[call] = [v.detach().clone() for v in values]
+        self.used += n
+        return True
+
+    def give(self, call):
+        values = self.held.pop(call, None)
+        if values is None:
+            raise Reported("invalid", "protocol", "no kept outputs for call %r" % call)
+        self.used -= sum(v.numel() * v.element_size() for v in values)
+        return values
+
+
+def _fetch(sock, r, h, kept):
     found = r.inspect_output(r.last_out, r.live, r.pool[h[Field.SET] % len(r.pool)], "timing") \
         if r.role == Role.CANDIDATE else []
     send_evidence(sock, found)
+    if h.get(Field.KEEP) and not found and kept.take(h[Field.CALL], r.last_out):
+        channel.send(sock, {Field.TYPE: Kind.KEPT, Field.CALL: h[Field.CALL]})
+        return
     _send_values(sock, {Field.TYPE: Kind.OUTPUTS, Field.CALL: h[Field.CALL]}, {Field.OUTPUTS: as_list(r.last_out)})
+
+
+def _fetch_kept(sock, h, kept):
+    _send_values(sock, {Field.TYPE: Kind.OUTPUTS, Field.CALL: h[Field.CALL]}, {Field.OUTPUTS: kept.give(h[Field.CALL])})
 
 
 def _detect(sock, r):
@@ -106,6 +144,7 @@ def timing_loop(sock, r, h):
     """Serves the timing phase that message `h` (timing) starts, until the supervisor says finish."""
     r.prepare_timing(h.get(Field.FLUSH_MB, 0))
     events = _Events(r.device.startswith("cuda"))
+    kept = _Kept(h.get(Field.KEEP_MB, 0))
     channel.send(sock, {Field.TYPE: Kind.OK})
     while True:
         h, _ = channel.recv(sock)
@@ -117,7 +156,9 @@ def timing_loop(sock, r, h):
         elif t == Kind.BURST:
             _burst(sock, r, h)
         elif t == Kind.FETCH:
-            _fetch(sock, r, h)
+            _fetch(sock, r, h, kept)
+        elif t == Kind.FETCH_KEPT:
+            _fetch_kept(sock, h, kept)
         elif t == Kind.DETECT:
             _detect(sock, r)
         elif t == Kind.TIMELINE:

@@ -24,6 +24,10 @@ using End = std::optional<Verdict>;  // a phase's result: nothing (go on) or how
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// Memory a candidate's worker may hold for copies of its fetched timed calls' outputs (on their device), so their
+// transfer and comparison happen after the timing lock is released (TimedCallsParams::keep_mb).
+constexpr double kKeepMbCuda = 1024, kKeepMbCpu = 64;
+
 // Per watched call, the CPU time of the threads born after the worker's hello (metadata: what the thread rules saw).
 nlohmann::json NewThreadCpuMs(const WatchEvidence& w) {
   nlohmann::json out = nlohmann::json::array();
@@ -304,6 +308,7 @@ End CandidateRun::Timing() {
   p.rotation_sets = sets - FreshSets(sets);
   p.fresh_sets = FreshSets(sets);
   p.flush_mb = cuda ? 256 : 0;
+  p.keep_mb = cuda ? kKeepMbCuda : kKeepMbCpu;
   p.seed = MixSeed(ctx_.secret ^ 0x5eed);
   p.null_calls = cuda;
   p.verify = [this](int call, int set, const Frame& out) {
@@ -340,6 +345,12 @@ End CandidateRun::Timing() {
       md_["detect_grad_s"] = Seconds(Clock::now() - d0);
       lock_use.hold["detect_s"] = md_["detect_grad_s"];
     }
+  }
+  // The kept outputs travel and are compared now, with the device free for the next evaluation's timed calls.
+  if (s.ok() && !timing_.calls.kept.empty()) {
+    s = FetchKeptOutputs(w_.get(), p, dl_.at, &timing_.calls);
+    md_["timing_kept_calls"] = timing_.calls.kept.size();
+    md_["timing_kept_fetch_s"] = timing_.calls.kept_fetch_s;
   }
   const nlohmann::json parts = timing_.calls.times.ToJson();  // named: items() refers to it
   for (auto& [k, x] : parts.items()) lock_use.hold[k] = x;

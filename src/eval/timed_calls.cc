@@ -142,10 +142,17 @@ class Exchange {
     if (!check) return Status::Ok();
     auto outputs = std::make_shared<Frame>();
     const Clock::time_point f0 = Clock::now();
-    s = w_->Send({{field::kType, kind::kFetch}, {field::kCall, id}, {field::kSet, set}});
+    s = w_->Send(
+        {{field::kType, kind::kFetch}, {field::kCall, id}, {field::kSet, set}, {field::kKeep, p_.keep_mb > 0}});
     if (s.ok()) s = w_->RecvReply(deadline_, outputs.get());
     out_->times.fetch_s += Since(f0);
     if (!s.ok()) return s;
+    if (outputs->header.value(field::kType, "") == kind::kKept) {
+      if (outputs->header.value(field::kCall, id - 1) != id)
+        return Status::Internal("worker broke the timing protocol");
+      out_->kept.emplace_back(id, set);
+      return Status::Ok();
+    }
     if (outputs->header.value(field::kType, "") == kind::kError) {  // the worker's end: judged now, nothing more sent
       Join();
       if (!out_->stopped) out_->stopped = !p_.verify(id, set, *outputs);
@@ -216,7 +223,8 @@ nlohmann::json ExchangeTimes::ToJson() const {
 
 Status StartTimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline) {
   Frame f;
-  Status s = w->Send({{field::kType, kind::kTiming}, {field::kFlushMb, params.flush_mb}});
+  Status s =
+      w->Send({{field::kType, kind::kTiming}, {field::kFlushMb, params.flush_mb}, {field::kKeepMb, params.keep_mb}});
   if (s.ok()) s = w->RecvReply(deadline, &f);
   if (!s.ok()) return s;
   const std::string got = f.header.value(field::kType, "");
@@ -228,6 +236,32 @@ Status StartTimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::
 Status TimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline, ProcessWatch* watch,
                   TimedCallsResult* out) {
   return Exchange(w, params, deadline, watch, out).Run();
+}
+
+Status FetchKeptOutputs(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline,
+                        TimedCallsResult* out) {
+  const Clock::time_point t0 = Clock::now();
+  Status s;
+  {
+    BackgroundCheck check;
+    for (const auto& [id, set] : out->kept) {
+      if (out->stopped || check.Failed()) break;
+      auto outputs = std::make_shared<Frame>();
+      s = w->Send({{field::kType, kind::kFetchKept}, {field::kCall, id}});
+      if (s.ok()) s = w->RecvReply(deadline, outputs.get());
+      if (!s.ok()) break;
+      if (outputs->header.value(field::kType, "") == kind::kError) {  // judged now, as in the exchange
+        if (check.Wait()) out->stopped = !params.verify(id, set, *outputs);
+        break;
+      }
+      const auto& verify = params.verify;
+      const int call = id, from = set;
+      if (!check.Submit([&verify, call, from, outputs] { return verify(call, from, *outputs); })) break;
+    }
+    if (!check.Wait()) out->stopped = true;
+  }
+  out->kept_fetch_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return out->stopped ? Status::Ok() : s;
 }
 
 }  // namespace kgym

@@ -10,16 +10,23 @@
 // measured in the same conditions); then, from 10 timed calls on, two pipelined bursts of k model calls and two of k
 // flushes alone (BurstPerCallMs, eval/gpu_timing.h).
 // Where `verify` is set, a random subset of timed calls, the last one and every fresh call are fetched right after
-// their call (the worker cannot tell in advance which). An error frame in reply is handed to `verify` at once and ends
-// the exchange; outputs are handed to `verify` on a thread of its own (BackgroundCheck: one at a time), so the next
-// calls go on while they are compared; the exchange stops at the first call after a comparison is known to have
-// failed (before the bursts at the latest), and TimedCalls returns only once every comparison has finished.
+// their call (the worker cannot tell in advance which). With `keep_mb` > 0 the worker may instead keep a copy of the
+// outputs on their device (within keep_mb) and answer "kept": the call is listed in TimedCallsResult::kept and its
+// outputs travel later, in FetchKeptOutputs, outside the timing lock. An error frame in reply is handed to `verify` at
+// once and ends the exchange; outputs are handed to `verify` on a thread of its own (BackgroundCheck: one at a time),
+// so the next calls go on while they are compared; the exchange stops at the first call after a comparison is known
+// to have failed (before the bursts at the latest), and TimedCalls returns only once every comparison has finished.
+//
+// FetchKeptOutputs, after TimedCalls and after the lock is released (before the kernel recorder's timeline is
+// collected, so work the candidate starts meanwhile is still on its record): the kept calls' outputs, fetched in
+// order and compared the same way; `stopped` is set at the first wrong one, and the rest are not fetched.
 //
 // Not thread-safe; the caller holds the device's TimingLock. `verify` runs on another thread, never two at once.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -48,6 +55,7 @@ struct TimedCallsParams {
   int rotation_sets = 1;  // sets 0..rotation_sets-1
   int fresh_sets = 0;     // sets rotation_sets.. (call ids calls..)
   double flush_mb = 0;    // the worker's L2 flush buffer (GPU)
+  double keep_mb = 0;     // device memory the worker may hold for fetched outputs until FetchKeptOutputs (0: none)
   uint64_t seed = 0;      // which calls are fetched, where the fresh calls go
   bool null_calls = false;
   // A fetched call's outputs frame (call id, set); false stops the exchange (the caller keeps why). Unset: no call is
@@ -75,6 +83,8 @@ struct TimedCallsResult {
   Bursts bursts;
   bool stopped = false;  // verify returned false
   ExchangeTimes times;
+  std::vector<std::pair<int, int>> kept;  // (call, set) of the calls whose outputs the worker kept
+  double kept_fetch_s = 0;                // FetchKeptOutputs: transfers and comparisons (outside the lock)
 };
 
 // A worker's error frame comes back as InvalidArgument whose message is the frame's header (JSON); a reply out of
@@ -82,5 +92,7 @@ struct TimedCallsResult {
 Status StartTimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline);
 Status TimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline, ProcessWatch* watch,
                   TimedCallsResult* out);
+Status FetchKeptOutputs(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline,
+                        TimedCallsResult* out);
 
 }  // namespace kgym

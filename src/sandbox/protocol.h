@@ -13,6 +13,8 @@
 //               null -> armed, go -> done     the harness's own tiny call (the process's overhead per call)
 //               burst -> armed, go -> done    k calls (or k flushes) back to back, one synchronisation
 //               fetch -> outputs              the last call's outputs
+//               fetch (keep) -> kept          or a device copy of them, held (within keep_mb) until...
+//               fetch_kept -> outputs         ...asked for, after the timed part (outside the timing lock)
 //               detect -> detected            one call with autograd on (the decoy rule's second run)
 //               timeline -> timeline          the kernel recorder's stream (as the payload)
 //               finish -> bye
@@ -35,6 +37,7 @@ inline constexpr char kGo[] = "go";
 inline constexpr char kNull[] = "null";
 inline constexpr char kBurst[] = "burst";
 inline constexpr char kFetch[] = "fetch";
+inline constexpr char kFetchKept[] = "fetch_kept";
 inline constexpr char kDetect[] = "detect";
 inline constexpr char kTimeline[] = "timeline";  // both ways: the request and the stream
 inline constexpr char kFinish[] = "finish";
@@ -47,6 +50,7 @@ inline constexpr char kOk[] = "ok";
 inline constexpr char kArmed[] = "armed";
 inline constexpr char kDone[] = "done";
 inline constexpr char kOutputs[] = "outputs";
+inline constexpr char kKept[] = "kept";
 inline constexpr char kDetected[] = "detected";
 inline constexpr char kEvidence[] = "evidence";
 inline constexpr char kNote[] = "note";
@@ -85,6 +89,8 @@ inline constexpr char kTritonLaunches[] = "triton_launches";
 inline constexpr char kTritonKernels[] = "triton_kernels";
 // timing
 inline constexpr char kFlushMb[] = "flush_mb";
+inline constexpr char kKeepMb[] = "keep_mb";    // device memory the worker may hold for kept outputs
+inline constexpr char kKeep[] = "keep";         // fetch: a device copy may be kept instead of sent
 inline constexpr char kCall[] = "call";         // the call's id (negative: warmup)
 inline constexpr char kSet[] = "set";           // the input set to refill from
 inline constexpr char kK[] = "k";               // calls per burst
@@ -151,12 +157,13 @@ inline constexpr MessageSpec kMessages[] = {
      "allow_tf32 measure_bandwidth init tensors"},
     {kind::kTrial, Direction::kToWorker, "index inputs tensors regions"},
     {kind::kPoolSet, Direction::kToWorker, "inputs tensors regions"},
-    {kind::kTiming, Direction::kToWorker, "flush_mb"},
+    {kind::kTiming, Direction::kToWorker, "flush_mb keep_mb"},
     {kind::kCall, Direction::kToWorker, "call set"},
     {kind::kGo, Direction::kToWorker, "call"},
     {kind::kNull, Direction::kToWorker, "call"},
     {kind::kBurst, Direction::kToWorker, "call set k model"},
-    {kind::kFetch, Direction::kToWorker, "call set"},
+    {kind::kFetch, Direction::kToWorker, "call set keep"},
+    {kind::kFetchKept, Direction::kToWorker, "call"},
     {kind::kDetect, Direction::kToWorker, ""},
     {kind::kTimeline, Direction::kToWorker, ""},
     {kind::kFinish, Direction::kToWorker, ""},
@@ -169,6 +176,7 @@ inline constexpr MessageSpec kMessages[] = {
     {kind::kArmed, Direction::kToSupervisor, "call"},
     {kind::kDone, Direction::kToSupervisor, "call self_ms event_ms"},
     {kind::kOutputs, Direction::kToSupervisor, "call outputs tensors regions"},
+    {kind::kKept, Direction::kToSupervisor, "call"},
     {kind::kDetected, Direction::kToSupervisor, "error"},
     {kind::kTimeline, Direction::kToSupervisor, "error"},
     {kind::kEvidence, Direction::kToSupervisor, "items"},
