@@ -159,6 +159,9 @@ class LearnerServer:
                 if not isinstance(body, dict):
                     raise BadRequest("the request body must be a JSON object")
             self._reply(h, 200, fn(body))
+            if fn == self.shutdown:  # only once the reply has left: the process exits when serve_forever returns
+                h.wfile.flush()
+                threading.Thread(target=self.httpd.shutdown, daemon=True).start()
         except (BadRequest, ValueError, KeyError, TypeError) as e:
             self._reply(h, 400, {"error": {"message": f"{type(e).__name__}: {e}", "type": "invalid_request_error"}})
         except Exception as e:
@@ -293,5 +296,4 @@ class LearnerServer:
         return {"success": True, "message": f"loaded {path}", P.FIELD_POLICY_VERSION: self.learner.version}
 
     def shutdown(self, _):
-        threading.Thread(target=self.httpd.shutdown, daemon=True).start()
-        return {}
+        return {}  # _dispatch stops the server after writing this reply
