@@ -85,6 +85,10 @@ def _burst(sock, r, h):
     _done(sock, h[Field.CALL], t0)
 
 
+def _nbytes(values):
+    return sum(v.numel() * v.element_size() for v in values)
+
+
 class _Kept:
     """Copies of fetched calls' outputs, made on the outputs' own device, held until the supervisor asks for them
     after the timed part: the copy costs the device a read and a write; the transfer and the comparison then happen
@@ -93,26 +97,26 @@ class _Kept:
 
     def __init__(self, keep_mb):
         self.budget = int(max(0.0, float(keep_mb or 0)) * (1 << 20))
-        self.used = 0
         self.held = {}
+
+    @property
+    def used(self):
+        return sum(_nbytes(values) for values in self.held.values())
 
     def take(self, call, out):
         values = as_list(out)
         if not all(type(v) is torch.Tensor for v in values):  # noqa: E721 (a subclass is sent as it is)
             return False
-        n = sum(v.numel() * v.element_size() for v in values)
-        if call in self.held or self.used + n > self.budget:
+        if call in self.held or self.used + _nbytes(values) > self.budget:
             return False
         with torch.no_grad():
             self.held[call] = [v.detach().clone() for v in values]
-        self.used += n
         return True
 
     def give(self, call):
         values = self.held.pop(call, None)
         if values is None:
             raise Reported("invalid", "protocol", "no kept outputs for call %r" % call)
-        self.used -= sum(v.numel() * v.element_size() for v in values)
         return values
 
 

@@ -1,6 +1,7 @@
 #include "eval/timed_calls.h"
 
 #include <algorithm>
+#include <memory>
 #include <random>
 
 #include "eval/background_check.h"
@@ -35,6 +36,15 @@ Plan MakePlan(const TimedCallsParams& p) {
     for (int j = 0; j < k; ++j) plan.null_before[static_cast<size_t>(j) * n / k]++;
   }
   return plan;
+}
+
+// Hands one fetched outputs frame to `verify`: an error frame at once (after the outstanding comparison), outputs on
+// the check's thread. False once verification has failed (this frame or an earlier one).
+bool HandOver(BackgroundCheck* check, const TimedCallsParams& p, int id, int set,
+              std::shared_ptr<const Frame> outputs) {
+  if (outputs->header.value(field::kType, "") == kind::kError) return check->Wait() && p.verify(id, set, *outputs);
+  const auto& verify = p.verify;
+  return check->Submit([&verify, id, set, outputs] { return verify(id, set, *outputs); });
 }
 
 class Exchange {
@@ -153,13 +163,8 @@ class Exchange {
       out_->kept.emplace_back(id, set);
       return Status::Ok();
     }
-    if (outputs->header.value(field::kType, "") == kind::kError) {  // the worker's end: judged now, nothing more sent
-      Join();
-      if (!out_->stopped) out_->stopped = !p_.verify(id, set, *outputs);
-      return Status::Ok();
-    }
-    const auto& verify = p_.verify;
-    if (!check_.Submit([&verify, id, set, outputs] { return verify(id, set, *outputs); })) out_->stopped = true;
+    // An error frame (the worker's end) is judged at once and stops the exchange: nothing more is sent.
+    if (!HandOver(&check_, p_, id, set, outputs)) out_->stopped = true;
     return Status::Ok();
   }
 
@@ -250,13 +255,7 @@ Status FetchKeptOutputs(WorkerSession* w, const TimedCallsParams& params, Clock:
       s = w->Send({{field::kType, kind::kFetchKept}, {field::kCall, id}});
       if (s.ok()) s = w->RecvReply(deadline, outputs.get());
       if (!s.ok()) break;
-      if (outputs->header.value(field::kType, "") == kind::kError) {  // judged now, as in the exchange
-        if (check.Wait()) out->stopped = !params.verify(id, set, *outputs);
-        break;
-      }
-      const auto& verify = params.verify;
-      const int call = id, from = set;
-      if (!check.Submit([&verify, call, from, outputs] { return verify(call, from, *outputs); })) break;
+      if (!HandOver(&check, params, id, set, outputs)) break;
     }
     if (!check.Wait()) out->stopped = true;
   }
