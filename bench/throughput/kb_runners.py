@@ -89,6 +89,7 @@ def kgym_verdict(res):
               "phase_s": md.get("phase_s") or {}, "detail": (res.get("outcome_detail") or "")[:300],
               "timing_lock": md.get("timing_lock"), "reference_timing_lock": md.get("reference_timing_lock"),
               "reference_cache_key": md.get("reference_cache_key")}
+    fields["profile"] = kgym_profile(res)
     if not cand_gpu:
         fields["kernel_gpu_ms"] = fields["kernel_ms"] if verdict == "correct" else None
     if not ref_gpu:
@@ -96,6 +97,40 @@ def kgym_verdict(res):
     if md.get("evaluation_s") is not None:
         fields["phase_s"] = dict(fields["phase_s"], evaluation=md["evaluation_s"])
     return verdict, fields
+
+
+PROFILE_KEYS = ("load_s", "candidate_worker", "reference_worker", "kernel_self_reported_median_ms",
+                "kernel_cuda_event_median_ms", "timeline_kernel_sum_median_ms", "timing_kept_calls",
+                "timing_kept_fetch_s", "timeline_fetch_s", "detect_grad_s", "timing_null_median_ms")
+TRIAL_PROFILE_KEYS = ("exchange_s", "compare_s", "worker_s")
+
+
+def kgym_profile(res):
+    """Where a kgym evaluation's time went, beyond phase_s: the metadata's timing figures and, per correctness
+    trial, the supervisor's exchange and comparison seconds and the worker's own steps (a profile, not a verdict)."""
+    md = res.get("metadata") or {}
+    out = {k: md[k] for k in PROFILE_KEYS if k in md}
+    trials = ((res.get("correctness_detail") or {}).get("trials")) or []
+    out["trials"] = [{k: t[k] for k in TRIAL_PROFILE_KEYS if k in t} for t in trials if isinstance(t, dict)]
+    return out
+
+
+def host_cpu():
+    """(busy, total) jiffies of all CPUs (/proc/stat), or None where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    return sum(v) - idle, sum(v)
+
+
+def host_cpu_busy(before, after):
+    """The machine's CPUs' busy fraction between two host_cpu() samples."""
+    if not before or not after or after[1] <= before[1]:
+        return None
+    return round((after[0] - before[0]) / (after[1] - before[1]), 4)
 
 
 def kernelbench_verdict(result, timed_out=False):
@@ -207,8 +242,10 @@ def run_kgym(mix, args, slots, budget_s, tmp):
     t_start = time.time()
     proc, url, cmd = start_kgym(args, slots, tmp)
     startup = time.time() - t_start
+    cpu0 = host_cpu()
     recs, wall = feed(url + "/evaluate", mix, args, budget_s, "kgym", {"slots": slots}, "s%d-" % slots,
                       kgym_body, kgym_verdict)
+    cpu = host_cpu_busy(cpu0, host_cpu())
     busy = {}
     try:
         with urllib.request.urlopen(url + "/v1/metrics", timeout=30) as r:
@@ -222,7 +259,7 @@ def run_kgym(mix, args, slots, budget_s, tmp):
     except subprocess.TimeoutExpired:
         proc.kill()
     return {"runner": "kgym", "setting": {"slots": slots}, "command": cmd, "startup_s": startup, "wall_s": wall,
-            "budget_s": budget_s, "records": list(recs.values()), "device_busy_fraction": busy}
+            "budget_s": budget_s, "records": list(recs.values()), "device_busy_fraction": busy, "host_cpu_busy": cpu}
 
 
 # ----- KernelBench's harness -----

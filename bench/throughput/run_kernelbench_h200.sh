@@ -5,7 +5,7 @@
 #      other slot settings ($SLOTS_SWEEP) for the plot of evaluations per GPU-hour against slots;
 #   2. level 1 at KernelBench's sizes through kgym at the best slot setting: wall per evaluation against its pure
 #      GPU work.
-# LEVELS picks the parts ("2 1", the default; "2" or "1" alone fit the device tool's 10-minute call with the red team
+# PROBE=1 runs data_path_probe.py first; L2_RUNNERS overrides the level-2 runners. LEVELS picks the parts ("2 1", the default; "2" or "1" alone fit the device tool's 10-minute call with the red team
 # beside level 1). Every runner has a time budget (seconds, below): a runner cut short says so in its summary (done/candidates).
 # Needs, carried into the working tree: build/gpu (bench/gpu/pack.sh), .kb and .whl
 # (bench/throughput/materialize_kernelbench.sh). Writes to $OUT: machine.txt, kb_l2.json, kb_l2_slots.png, kb_l1.json,
@@ -19,6 +19,7 @@ L2_PROBLEMS="${L2_PROBLEMS:-12}" L1_PROBLEMS="${L1_PROBLEMS:-1,40,57}"
 SLOTS_MAIN="${SLOTS_MAIN:-4}" SLOTS_SWEEP="${SLOTS_SWEEP:-1 8}"
 B_MAIN="${B_MAIN:-100}" B_KB="${B_KB:-130}" B_KGYM="${B_KGYM:-160}" B_SWEEP="${B_SWEEP:-35}" B_L1="${B_L1:-50}"
 LEVELS="${LEVELS:-2 1}"
+PROBE="${PROBE:-0}"  # 1: bench/throughput/data_path_probe.py first (the worker's data path per output size)
 KB_DIR="${KB_DIR:-.kb/KernelBench}" GPUS="${GPUS:-0}" WHEELS="${WHEELS:-.whl}" EXTRA="${EXTRA:-}"
 LOGS=/tmp/kgym-kb-logs
 rm -rf "$LOGS" && mkdir -p "$LOGS"
@@ -46,7 +47,14 @@ fi
 } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
+if [ "$PROBE" = 1 ]; then
+  timeout 240 python3 bench/throughput/data_path_probe.py --out "$OUT/data_path_probe.json" > "$OUT/data_path_probe.txt" 2>&1
+  echo "data path probe: rc=$?"; cat "$OUT/data_path_probe.txt"
+fi
+
 sweep=""; for s in $SLOTS_SWEEP; do sweep="$sweep,kgym:$s"; done
+# L2_RUNNERS: the level-2 runners (default: kgym at $SLOTS_MAIN, KernelBench's harness, KernelGYM, the sweep).
+L2_RUNNERS="${L2_RUNNERS:-kgym:$SLOTS_MAIN,kernelbench,kernelgym$sweep}"
 budgets=(--budget "kgym:$SLOTS_MAIN=$B_MAIN" --budget "kernelbench=$B_KB" --budget "kernelgym=$B_KGYM")
 for s in $SLOTS_SWEEP; do budgets+=(--budget "kgym:$s=$B_SWEEP"); done
 COMMON=(--bin /tmp/kgym --kernelbench "$KB_DIR" --gpus "$GPUS" --clients 32 --correct-trials 5 --perf-trials 100
@@ -54,7 +62,7 @@ COMMON=(--bin /tmp/kgym --kernelbench "$KB_DIR" --gpus "$GPUS" --clients 32 --co
 t0=$(date +%s)
 if [[ " $LEVELS " == *" 2 "* ]]; then
 timeout 470 python3 bench/throughput/run_throughput.py "${COMMON[@]}" --level 2 --problems "$L2_PROBLEMS" \
-  --runners "kgym:$SLOTS_MAIN,kernelbench,kernelgym$sweep" "${budgets[@]}" --logs "$LOGS/l2" \
+  --runners "$L2_RUNNERS" "${budgets[@]}" --logs "$LOGS/l2" \
   --out "$OUT/kb_l2.json" --plot "$OUT/kb_l2_slots.png" > "$OUT/summary.md" 2> "$LOGS/l2.stderr"
 echo "level 2: rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.md"
 fi

@@ -8,7 +8,8 @@ import torch
 from . import channel, recorder, tensors
 from .load import build
 from .protocol import Field, Kind, Note
-from .runner import Reported, _Tensor, _send_values, as_list, describe, seed_all, send_evidence, send_note
+from .runner import (Reported, Steps, _Tensor, _send_values, as_list, describe, seed_all, send_evidence,
+                     send_note)
 
 _SPARSE_SPIKES = 8  # nonzeros per tensor in the "sparse" trial
 
@@ -148,14 +149,18 @@ def _unpack_inputs(h, payload, device):
 
 
 def _candidate_trial(sock, r, h, p):
+    steps = Steps()
     args = _unpack_inputs(h, p, r.device)
     originals = [a.clone() if isinstance(a, _Tensor) else a for a in args]
+    steps.lap("unpack")
     out = r.call(args, "correctness", (recorder.CORRECTNESS, h[Field.INDEX]))
+    steps.lap("call")
     found = r.inspect_output(out, args, originals, "correctness")
     del originals
     send_evidence(sock, found)
+    steps.lap("inspect")
     _send_values(sock, {Field.TYPE: Kind.TRIAL_RESULT, Field.INDEX: h[Field.INDEX],
-                        Field.TRITON_LAUNCHES: sum(r.launches.values())}, {Field.OUTPUTS: as_list(out)})
+                        Field.TRITON_LAUNCHES: sum(r.launches.values())}, {Field.OUTPUTS: as_list(out)}, steps)
 
 
 def serve_candidate(sock, r, job, payload):

@@ -65,6 +65,7 @@ class Field:
     SKIPPED = "skipped"
     TRITON_LAUNCHES = "triton_launches"
     TRITON_KERNELS = "triton_kernels"
+    WORKER_S = "worker_s"
     FLUSH_MB = "flush_mb"
     KEEP_MB = "keep_mb"
     KEEP = "keep"
@@ -136,8 +137,8 @@ MESSAGES = {
     (Kind.FINISH, TO_WORKER): (),
     (Kind.HELLO, TO_SUPERVISOR): ("role", "pid", "protections", "recorder"),
     (Kind.INIT, TO_SUPERVISOR): ("init", "tensors", "regions"),
-    (Kind.TRIAL_RESULT, TO_SUPERVISOR): ("index", "skipped", "triton_launches", "inputs", "outputs", "tensors",
-                                         "regions"),
+    (Kind.TRIAL_RESULT, TO_SUPERVISOR): ("index", "skipped", "triton_launches", "worker_s", "inputs", "outputs",
+                                         "tensors", "regions"),
     (Kind.POOL_SET, TO_SUPERVISOR): ("index", "inputs", "outputs", "tensors", "regions"),
     (Kind.READY, TO_SUPERVISOR): ("triton_kernels",),
     (Kind.OK, TO_SUPERVISOR): (),

@@ -167,9 +167,10 @@ def _send_error(sock, rep):
     channel.send(sock, h)
 
 
-def _send_values(sock, header, groups):
+def _send_values(sock, header, groups, steps=None):
     """groups: {field: list of values}. Small groups share the inline payload; a large group gets its own sealed
-    memfd, so the supervisor can forward one group (the inputs) without exposing another (the outputs)."""
+    memfd, so the supervisor can forward one group (the inputs) without exposing another (the outputs).
+    steps: a Steps whose times go into the header (as worker_s), with the packing's as "pack"."""
     descs_all, chunks, offset, fds = [], [], 0, []
     try:
         for name, values in groups.items():
@@ -188,9 +189,25 @@ def _send_values(sock, header, groups):
             chunks.append(payload)
             offset += len(payload)
         header[Field.TENSORS] = descs_all
+        if steps is not None:
+            steps.lap("pack")
+            header[Field.WORKER_S] = steps.times
         channel.send(sock, header, b"".join(chunks), fds)
     finally:
         tensors.close_fds(fds)
+
+
+class Steps:
+    """The worker's own seconds per step of one exchange (reported in metadata as a profile, never trusted)."""
+
+    def __init__(self):
+        self.times = {}
+        self._t = _perf_ns()
+
+    def lap(self, name):
+        now = _perf_ns()
+        self.times[name] = round((now - self._t) / 1e9, 6)
+        self._t = now
 
 
 def send_evidence(sock, found):

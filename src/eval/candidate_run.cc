@@ -35,6 +35,17 @@ nlohmann::json NewThreadCpuMs(const WatchEvidence& w) {
   return out;
 }
 
+// The worker's own seconds per step of an exchange (protocol field worker_s): a profile, reported as it came (numbers
+// only), never used for a verdict.
+nlohmann::json WorkerSteps(const nlohmann::json& header) {
+  nlohmann::json out = nlohmann::json::object();
+  const auto& w = header.find(field::kWorkerS);
+  if (w == header.end() || !w->is_object()) return out;
+  for (const auto& [k, v] : w->items())
+    if (v.is_number() && out.size() < 8 && k.size() < 32) out[k] = v;
+  return out;
+}
+
 // What the correctness phase hands on to the timing phase.
 struct TrialOutputs {
   std::vector<const Values*> reference, candidate;
@@ -215,9 +226,11 @@ End CandidateRun::Correctness() {
     std::vector<std::shared_ptr<const Region>> regions;  // the reference's sealed inputs, shared without a copy
     EncodeValues(t.inputs, field::kInputs, &h, &p, &regions);
     Frame f;
+    const Clock::time_point t0 = Clock::now();
     watch.Before();
     if (End end = Exchange(h, p, regions, &f)) return end;
     watch.After();
+    const Clock::time_point t1 = Clock::now();
     Values got;
     Status s = DecodeValues(f.header, field::kOutputs, f.payload, f.regions, &got);
     if (!s.ok()) return Verdict::Of(Outcome::kIncorrect, "the candidate's outputs could not be read: " + s.message());
@@ -227,7 +240,10 @@ End CandidateRun::Correctness() {
                    {"max_abs_diff", c.max_abs_diff},
                    {"mean_abs_diff", c.mean_abs_diff},
                    {"rel_l2", c.rel_l2},
-                   {"problem", c.problem}});
+                   {"problem", c.problem},
+                   {"exchange_s", Seconds(t1 - t0)},  // inputs out, the worker's steps, outputs back
+                   {"compare_s", Seconds(Clock::now() - t1)},
+                   {"worker_s", WorkerSteps(f.header)}});
     if (!c.ok) {
       max_diff.push_back(c.max_abs_diff);
       avg_diff.push_back(c.mean_abs_diff);

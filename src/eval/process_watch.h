@@ -50,7 +50,8 @@ class ProcessWatch {
   const WatchEvidence& evidence() const { return ev_; }
 
  private:
-  double NewThreadCpuMs();  // since the last reading
+  struct Reading;
+  double NewThreadCpuMs(const Reading& r);  // since the last reading
 
   pid_t pid_;
   std::set<pid_t> hello_;

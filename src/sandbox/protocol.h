@@ -87,6 +87,7 @@ inline constexpr char kIndex[] = "index";
 inline constexpr char kSkipped[] = "skipped";  // the reference's output was not finite on this variant
 inline constexpr char kTritonLaunches[] = "triton_launches";
 inline constexpr char kTritonKernels[] = "triton_kernels";
+inline constexpr char kWorkerS[] = "worker_s";  // trial_result: the worker's own seconds per step (reported only)
 // timing
 inline constexpr char kFlushMb[] = "flush_mb";
 inline constexpr char kKeepMb[] = "keep_mb";    // device memory the worker may hold for kept outputs
@@ -169,7 +170,8 @@ inline constexpr MessageSpec kMessages[] = {
     {kind::kFinish, Direction::kToWorker, ""},
     {kind::kHello, Direction::kToSupervisor, "role pid protections recorder"},
     {kind::kInit, Direction::kToSupervisor, "init tensors regions"},
-    {kind::kTrialResult, Direction::kToSupervisor, "index skipped triton_launches inputs outputs tensors regions"},
+    {kind::kTrialResult, Direction::kToSupervisor,
+     "index skipped triton_launches worker_s inputs outputs tensors regions"},
     {kind::kPoolSet, Direction::kToSupervisor, "index inputs outputs tensors regions"},
     {kind::kReady, Direction::kToSupervisor, "triton_kernels"},
     {kind::kOk, Direction::kToSupervisor, ""},
