@@ -102,11 +102,26 @@ std::unique_ptr<MemoryAdmission::Ticket> MemoryAdmission::AdmitConfig(const std:
 void MemoryAdmission::Learn(const std::string& config_key, const Footprint& m) {
   if (!m.known) return;
   std::lock_guard<std::mutex> l(mu_);
+  if (estimated_.erase(config_key)) {  // the first measurement replaces the estimate
+    learned_[config_key] = m;
+    return;
+  }
   Footprint& f = learned_[config_key];
   f.known = true;
   f.shared_key = m.shared_key;  // peaks vary from run to run: keep the largest seen
   f.shared_bytes = std::max(f.shared_bytes, m.shared_bytes);
   f.private_bytes = std::max(f.private_bytes, m.private_bytes);
+}
+
+void MemoryAdmission::Estimate(const std::string& config_key, const Footprint& e) {
+  if (!e.known || config_key.empty()) return;
+  std::lock_guard<std::mutex> l(mu_);
+  if (learned_.count(config_key) && !estimated_.count(config_key)) return;  // measured already
+  learned_[config_key] = e;
+  estimated_.insert(config_key);
+  for (auto& [id, f] : in_flight_)
+    if (f.config_key == config_key && !f.fp.known) f.fp = e;
+  ScanLocked();
 }
 
 Footprint MemoryAdmission::Known(const std::string& config_key) const {

@@ -13,7 +13,8 @@
 //   unknown footprint.
 // - Footprints per configuration: Admit(config_key, ...) uses what Learn() recorded for that key (the largest
 //   measurement so far), re-read while it waits, so an evaluation queued behind the first of its configuration is
-//   admitted with the footprint that first one measured.
+//   admitted with the footprint that first one measured. Before the first measurement, an Estimate() made once the
+//   first one's reference data exists stands in for it.
 // - Unknown footprint (the first evaluation of a configuration): admitted only while fewer than
 //   `max_unknown_in_flight` (default 1) other unknown ones are in flight, with `unknown_bytes` reserved.
 // - Order: waiters are considered in arrival order, and a later one that fits may overtake an earlier one that
@@ -32,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -106,6 +108,11 @@ class MemoryAdmission {
                                       const std::function<void()>& on_wait = {});
   // Records a measured footprint for `config_key`; later admissions of that key reserve the largest one seen.
   void Learn(const std::string& config_key, const Footprint& measured);
+  // Records an estimate for `config_key` made before any evaluation of it has finished (once its reference data is
+  // known): admissions use it like a measurement until the first Learn() for the key, which replaces it. Evaluations
+  // of the key in flight with an unknown footprint take it too (they stop counting as unknown), and the waiters are
+  // reconsidered at once. Ignored once the key has a measurement.
+  void Estimate(const std::string& config_key, const Footprint& estimate);
   Footprint Known(const std::string& config_key) const;  // known == false if never learned
 
   AdmissionStats Stats() const;
@@ -134,7 +141,8 @@ class MemoryAdmission {
   uint64_t next_id_ = 1;
   std::list<Entry> waiting_;  // arrival order
   std::map<uint64_t, Entry> in_flight_;
-  std::map<std::string, Footprint> learned_;  // config key -> largest measured footprint
+  std::map<std::string, Footprint> learned_;  // config key -> largest measured footprint (or the estimate)
+  std::set<std::string> estimated_;           // keys whose learned_ entry is an estimate, not yet measured
   AdmissionStats counters_;                   // the *_total fields
 };
 

@@ -173,6 +173,29 @@ TEST(MemoryAdmission, QueuedBehindTheFirstOfItsConfigurationUsesItsMeasurement) 
   EXPECT_FALSE(a.Known("other").known);
 }
 
+TEST(MemoryAdmission, EstimateStandsInUntilTheFirstMeasurement) {
+  AdmissionOptions o = Budget(1000);
+  o.unknown_bytes = 600;
+  MemoryAdmission a(o);
+  Ticket first = a.AdmitConfig("cfg", "first");
+  auto second = std::async(std::launch::async, [&] { return a.AdmitConfig("cfg", "second"); });
+  auto other = std::async(std::launch::async, [&] { return a.AdmitConfig("other", "other"); });
+  WaitForWaiting(&a, 2);
+  EXPECT_TRUE(Blocked(second));
+  a.Estimate("cfg", Known(100, "ref", 200));  // the first is no longer unknown: both waiters fit
+  ASSERT_TRUE(Admitted(second));
+  ASSERT_TRUE(Admitted(other));
+  EXPECT_EQ(second.get()->reserved_bytes(), 300u);
+  EXPECT_EQ(a.Stats().unknown_in_flight, 1);  // "other"
+  a.Learn("cfg", Known(50, "ref", 150));      // the measurement replaces the estimate (not the larger of the two)
+  EXPECT_EQ(a.Known("cfg").private_bytes, 50u);
+  a.Estimate("cfg", Known(500, "ref", 500));  // measured already: ignored
+  EXPECT_EQ(a.Known("cfg").private_bytes, 50u);
+  a.Learn("cfg", Known(80, "ref", 100));  // from then on the largest of each part
+  EXPECT_EQ(a.Known("cfg").private_bytes, 80u);
+  EXPECT_EQ(a.Known("cfg").shared_bytes, 150u);
+}
+
 TEST(MemoryAdmission, LargeWaiterOvertakenAtMostMaxBypassTimes) {
   MemoryAdmission a(Budget(100, /*max_bypass=*/2));
   Ticket s0 = a.Admit(Known(40), "s0");
@@ -262,7 +285,14 @@ TEST(MemoryAdmission, ConcurrentStressRespectsBudgetAndNeverDeadlocks) {
 // A stand-in for the real evaluator: reports a fixed footprint in its results and counts evaluations in flight.
 class FakeEvaluator : public Evaluator {
  public:
-  EvalResult Evaluate(const EvalRequest& req, const ProgressFn&, const std::atomic<bool>*) override {
+  EvalResult Evaluate(const EvalRequest& req, const ProgressFn& progress, const std::atomic<bool>*) override {
+    if (reports_reference_) {  // like the real one: its reference data is cached, then it moves on to "load"
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        held_key_ = ReferenceKey(req);
+      }
+      if (progress) progress("load");
+    }
     int now = ++running_;
     int seen = max_running_.load();
     while (now > seen && !max_running_.compare_exchange_weak(seen, now)) {
@@ -278,8 +308,16 @@ class FakeEvaluator : public Evaluator {
     return r;
   }
   std::vector<std::string> Devices() const override { return {"cpu"}; }
+  std::vector<std::pair<std::string, uint64_t>> CachedReferences() override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (held_key_.empty()) return {};
+    return {{held_key_, 600}};
+  }
   std::atomic<int> running_{0}, max_running_{0};
   int sleep_ms_ = 20;
+  bool reports_reference_ = false;
+  std::mutex mu_;
+  std::string held_key_;
 };
 
 EvalRequest Request(const std::string& size = "small") {
@@ -340,6 +378,26 @@ TEST(AdmittedEvaluator, SecondOfAConfigurationWaitsForTheFirstsMeasurement) {
   EXPECT_EQ(b.metadata["memory_admission"]["footprint_known"], true);
   EXPECT_EQ(b.metadata["memory_admission"]["reserved_bytes"], 900);
   EXPECT_GT(b.metadata["memory_admission"]["waited_s"].get<double>(), 0);
+}
+
+// With the reference data cached as soon as the first evaluation reaches "load", the second of the configuration
+// is admitted on the estimate (600 shared + 2 x 600) while the first still runs; the first's measurement (900)
+// then replaces the estimate for the third.
+TEST(AdmittedEvaluator, QueuedOnesStartOnceTheFirstsReferenceExists) {
+  auto fake = std::make_unique<FakeEvaluator>();
+  FakeEvaluator* raw = fake.get();
+  fake->sleep_ms_ = 400;
+  fake->reports_reference_ = true;
+  AdmittedEvaluator ev(std::move(fake), Budget(100000));
+  auto a = std::async(std::launch::async, [&] { return ev.Evaluate(Request()); });
+  auto b = std::async(std::launch::async, [&] { return ev.Evaluate(Request()); });
+  EvalResult ra = a.get(), rb = b.get();
+  EXPECT_EQ(raw->max_running_.load(), 2);  // side by side: b did not wait for a's measurement
+  const EvalResult& second = ra.metadata["memory_admission"]["footprint_known"] == true ? ra : rb;
+  EXPECT_EQ(second.metadata["memory_admission"]["footprint_known"], true);
+  EXPECT_EQ(second.metadata["memory_admission"]["reserved_bytes"], 1800);
+  EvalResult c = ev.Evaluate(Request());
+  EXPECT_EQ(c.metadata["memory_admission"]["reserved_bytes"], 900);
 }
 
 TEST(AdmittedEvaluator, CancelWhileWaitingRunsNothing) {

@@ -43,6 +43,20 @@ Footprint AdmittedEvaluator::Measured(const EvalResult& r) {
   return f;
 }
 
+Footprint AdmittedEvaluator::EstimateFromReference(const std::string& key) {
+  Footprint f;
+  for (const auto& [k, bytes] : inner_->CachedReferences()) {
+    if (k != key) continue;
+    // What Measured() assumes without a worker measurement, with the trial outputs at their bound (they are part of
+    // the reference data): outputs held here <= the reference data, each worker about the reference data's size.
+    f.known = true;
+    f.shared_key = key;
+    f.shared_bytes = bytes;
+    f.private_bytes = 2 * bytes;
+  }
+  return f;
+}
+
 EvalResult AdmittedEvaluator::Evaluate(const EvalRequest& req, const ProgressFn& progress,
                                        const std::atomic<bool>* cancel) {
   std::string key = FootprintKey(req);
@@ -59,7 +73,17 @@ EvalResult AdmittedEvaluator::Evaluate(const EvalRequest& req, const ProgressFn&
     r.metadata["memory_admission"] = info;
     return r;
   }
-  EvalResult r = inner_->Evaluate(req, progress, cancel);
+  // The first of a configuration: once its reference data exists (the evaluator moves on to "load"), an estimate
+  // from it lets the evaluations queued behind this one in, instead of after its whole candidate phase.
+  bool estimated = ticket->footprint_known();
+  const ProgressFn on_phase = [&](const std::string& phase) {
+    if (!estimated && phase == "load") {
+      estimated = true;
+      admission_.Estimate(key, EstimateFromReference(key));
+    }
+    if (progress) progress(phase);
+  };
+  EvalResult r = inner_->Evaluate(req, on_phase, cancel);
   Footprint m = Measured(r);
   admission_.Learn(key, m);  // before the ticket goes, so whoever it lets in sees the measurement
   info["footprint_known"] = ticket->footprint_known();

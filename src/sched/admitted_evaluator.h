@@ -1,8 +1,10 @@
 // AdmittedEvaluator: an Evaluator that runs each request through MemoryAdmission (sched/admission.h) before the
 // evaluator it wraps. Footprints are learned per task configuration (reference code, entry point, device, size,
 // trial counts): the first evaluation of a configuration is "unknown" (admitted only while no other unknown one
-// runs), later ones reserve what the largest earlier one measured. The measurement comes from the wrapped
-// evaluator's result metadata "host_memory" (reference bytes, bytes of trial outputs, worker peaks).
+// runs), later ones reserve what the largest earlier one measured. Once the first one's reference data exists (it
+// moves on to "load"), an estimate from the cached reference stands in until that measurement (Estimate()). The
+// measurement comes from the wrapped evaluator's result metadata "host_memory" (reference bytes, bytes of trial
+// outputs, worker peaks).
 //
 // Waiting for memory does not count against the request's timeout_s. A cancel while waiting returns outcome
 // "invalid" / "cancelled" without running anything. The result's metadata gains "memory_admission"
@@ -36,6 +38,8 @@ class AdmittedEvaluator : public Evaluator {
   static std::string FootprintKey(const EvalRequest& req);
   // The footprint an evaluation measured, from its result; known == false when the result carries none.
   static Footprint Measured(const EvalResult& r);
+  // An estimate for `key` from the inner evaluator's cached reference data (known == false when it holds none).
+  Footprint EstimateFromReference(const std::string& key);
 
  private:
   std::unique_ptr<Evaluator> inner_;
