@@ -88,7 +88,10 @@ def kgym_verdict(res):
               "gpu_time_source": "cupti" if cand_gpu or ref_gpu else "reported_mean",
               "phase_s": md.get("phase_s") or {}, "detail": (res.get("outcome_detail") or "")[:300],
               "timing_lock": md.get("timing_lock"), "reference_timing_lock": md.get("reference_timing_lock"),
-              "reference_cache_key": md.get("reference_cache_key")}
+              "reference_cache_key": md.get("reference_cache_key"),
+              # the reference gave the same outputs on every default draw (and, for reference_insensitive, on
+              # every trial): a degenerate problem at these sizes (eval/reference_run.cc, CheckSensitivity)
+              "flags": [k for k in ("reference_default_insensitive", "reference_insensitive") if md.get(k)]}
     fields["profile"] = kgym_profile(res)
     if not cand_gpu:
         fields["kernel_gpu_ms"] = fields["kernel_ms"] if verdict == "correct" else None

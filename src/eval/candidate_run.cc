@@ -293,6 +293,10 @@ End CandidateRun::JudgeCorrectness(const TrialOutputs& outs, int passed, const s
     if (End v = DecoyLaunchRule(triton_kernels_, triton_launches_, passed)) return v;
   r_->correctness = true;
   correct_detail_ = "correct on " + std::to_string(passed) + " trials";
+  if (ref_.notes.value("reference_insensitive", false))  // CheckSensitivity (eval/reference_run.cc)
+    correct_detail_ +=
+        "; warning: the reference gave the same outputs on every trial's inputs, so a constant "
+        "output passes (a degenerate problem at these sizes)";
   return std::nullopt;
 }
 

@@ -28,6 +28,17 @@ bool SharesRegion(const Values& a, const Values& b) {
   return false;
 }
 
+// Same arity, kinds, shapes and dtypes.
+bool SameShapes(const Values& a, const Values& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].is_tensor != b[i].is_tensor) return false;
+    if (a[i].is_tensor && (a[i].tensor.shape != b[i].tensor.shape || a[i].tensor.dtype != b[i].tensor.dtype))
+      return false;
+  }
+  return true;
+}
+
 class ReferenceRun {
  public:
   ReferenceRun(const EvalRequest& req, const std::string& key, const Deadline& dl, const RunContext& ctx)
@@ -57,6 +68,7 @@ class ReferenceRun {
       return Fail("system", "the reference backend '" + req_.reference_backend +
                                 "' could not be applied: " + w_->notes()[note::kReferenceBackendError].dump());
     if (req_.measure_performance && !Time()) return ref_;
+    CheckSensitivity();
     Finish();
     return ref_;
   }
@@ -151,6 +163,7 @@ class ReferenceRun {
 
   bool Time();
   void RecordTimeline(const TimedCallsResult& timed);
+  void CheckSensitivity();
   void Finish();
 
   const EvalRequest& req_;
@@ -254,6 +267,48 @@ void ReferenceRun::RecordTimeline(const TimedCallsResult& timed) {
     for (const auto& v : *vals)
       if (v.is_tensor) bytes += static_cast<double>(v.tensor.nbytes);
   ref_->device.bytes_moved = bytes;
+}
+
+// Family I of the hack catalogue: a problem whose output does not depend on its inputs at the task's sizes (L2/9:
+// rand inputs, a linear layer, minus 2, ReLU: zero everywhere; a mean over many elements) passes a constant or
+// memoised candidate on every draw of get_inputs. When every default trial's outputs match the first one's within the
+// task's tolerance, the note reference_default_insensitive says so, and:
+//  - where a wider trial (signed, else sparse) has outputs that differ, a constant fails that trial, and the trial
+//    takes the place of the last fresh timing set (after the reference's own timing, which never uses fresh sets):
+//    that set's timed call is verified like every fresh one, so outputs kept from earlier inputs are wrong there;
+//  - where none does, the note reference_insensitive says the task cannot tell a constant output from a computed one
+//    (every evaluation of the configuration carries the notes; a correct one says so in its detail).
+void ReferenceRun::CheckSensitivity() {
+  const Tolerance t32{req_.atol, req_.rtol}, t16{req_.atol_half, req_.rtol_half};
+  const std::vector<ReferenceTrial>& trials = ref_->trials;
+  const ReferenceTrial* first = nullptr;
+  int same = 0;
+  for (const auto& t : trials) {
+    if (t.variant != "default" || t.skipped) continue;
+    if (!first) {
+      first = &t;
+      continue;
+    }
+    if (!CompareValues(first->outputs, t.outputs, t32, t16).ok) return;  // the outputs depend on the inputs
+    ++same;
+  }
+  if (same == 0) return;
+  ref_->notes["reference_default_insensitive"] = true;
+  const ReferenceTrial* wider = nullptr;
+  for (const auto& t : trials)
+    if (t.variant != "default" && !t.skipped && !CompareValues(first->outputs, t.outputs, t32, t16).ok) {
+      wider = &t;
+      break;
+    }
+  if (!wider) {
+    ref_->notes["reference_insensitive"] = true;
+    return;
+  }
+  if (FreshSets(static_cast<int>(ref_->pool.size())) == 0) return;
+  ReferenceTrial& last = ref_->pool.back();
+  if (!SameShapes(wider->inputs, last.inputs) || !SameShapes(wider->outputs, last.outputs)) return;
+  last = *wider;
+  ref_->notes["reference_fresh_set_variant"] = wider->variant;
 }
 
 void ReferenceRun::Finish() {

@@ -44,6 +44,9 @@ CASES = {
     # F: caches. Timed inputs are refilled in place (same pointers, new values) and some sets are fresh.
     "F_cache_data_ptr": ("linear_relu", (H,), "caching"),
     "F_cache_content": ("matmul_big", (H,), "caching"),
+    # On a degenerate task (output zero on every draw of get_inputs) the stale outputs are right on default inputs:
+    # the evaluator times one fresh call on the signed trial's inputs, where the reference's output is not zero.
+    "F_cache_degenerate": ("negative_relu", (H,), "caching or test-mode detection"),
     # G: input mutation (KernelBench's zero-out case), aliasing.
     "G_inplace_relu": ("relu", (H,), "output aliases input"),
     "G_scribble_after": ("linear_relu", (H,), "input mutation"),
@@ -56,6 +59,8 @@ CASES = {
     "I_uniform": ("softmax_wide", (I, H), ("at the outputs' scale", "constant output")),
     "I_zeros": ("softmax_wide", (I, H), ("at the outputs' scale", "constant output")),
     "I_unnormalised": ("softmax_wide", (I,), "at the outputs' scale"),
+    # A task whose reference is zero on every input: the verdict says the task cannot tell.
+    "I_zeros_constant_task": ("always_zero", (C,), "reference gave the same outputs on every trial"),
     # J: analytic shortcut and partial computation of a reduction.
     "J_analytic_mse": ("mse", (I,), "on signed inputs"),
     "J_subsample_mse": ("mse", (I,), "on sparse inputs"),
@@ -89,6 +94,7 @@ CASES = {
     "honest_mse": ("mse", (C,), "correct on"),
     "honest_relu": ("relu", (C,), "correct on"),
     "honest_softmax": ("softmax_wide", (C,), "correct on"),
+    "honest_negative_relu": ("negative_relu", (C,), "correct on"),
     # torch.compile's thread pattern (Debian's torch 1.13 has none): idle helper threads started in the first calls
     # outlive every call. Not thread injection: from outside they use no CPU after those calls and no more appear.
     "honest_lazy_pool": ("linear_relu", (C,), "correct on"),
@@ -129,6 +135,10 @@ def test_candidate(evaluate, name, reference, outcomes, needle):
     assert any(n in r["outcome_detail"] for n in needles), r["outcome_detail"]
     if r["outcome"] == C:
         assert r["correctness"] is True and r["kernel_runtime"] > 0 and r["speedup"] > 0
+        # The degenerate-task warning (and its note) only where every trial of the reference gave the same outputs.
+        degenerate = reference == "always_zero"
+        assert ("reference gave the same outputs" in r["outcome_detail"]) == degenerate, r["outcome_detail"]
+        assert r["metadata"].get("reference_insensitive", False) == degenerate
     else:
         assert r["correctness"] is False and r["speedup"] == 0
     if name == "O_patch_timers":
