@@ -3,7 +3,8 @@
 // late read can only lengthen a sample, never shorten it.
 //
 // StartTimedCalls first (the worker prepares its live inputs and flush buffer: no timed work, so callers run it before
-// they take the device's TimingLock), then TimedCalls. In order: `warmup` calls (at least one per rotation set), then
+// they take the device's TimingLock), then TimedCalls. In order: `warmup` calls (at least one, and one per rotation
+// set where fewer than 4 timed calls per set would leave a content cache's first-visit misses near the median), then
 // `calls` timed calls rotating through the rotation sets, with calls on the fresh sets (each used once, at random
 // places among them; their times kept apart, so a cache keyed on the inputs' content shows as fresh calls slower than
 // the rest) and, on a GPU, the harness's null calls (spread over the timed calls: the process's own overhead per call,

@@ -146,6 +146,15 @@ def test_candidate(evaluate, name, reference, outcomes, needle):
         assert r["kernel_runtime"] > 25, r["kernel_runtime"]
 
 
+def test_content_cache_is_caught_when_the_timed_calls_revisit_each_set(evaluate):
+    # With 100 timed calls over 16 rotation sets only the requested warmup runs (eval/timed_calls.cc, Warmups): the
+    # cache's first visit to each set is a miss among the timed calls, and the rotation's median is still its hits.
+    r, _, _ = evaluate(ref("matmul_big"), cand("F_cache_content"), perf_trials=100)
+    assert r["outcome"] == H and "caching" in r["outcome_detail"], r["outcome_detail"]
+    r, _, _ = evaluate(ref("matmul_big"), cand("honest_matmul"), perf_trials=100)
+    assert r["outcome"] == C, r["outcome_detail"]
+
+
 def test_honest_candidates_are_not_flagged_as_repeat_suspicious(evaluate):
     # The fresh-set comparison that catches F_cache_content: an honest kernel does the same work on fresh sets.
     r, _, _ = evaluate(ref("matmul_big"), cand("honest_matmul"))
