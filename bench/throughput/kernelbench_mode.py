@@ -5,6 +5,8 @@ matplotlib is installed, a plot of evaluations per GPU-hour against kgym's slots
 
   --runners kgym:4,kernelbench,kernelgym   what runs, in that order (kgym:<slots> may repeat: a sweep)
   --budget kernelbench=150                  seconds a runner may take (stops submitting, later ones unfinished)
+  --cap kernelgym=8                         at most N candidates for a runner, taken across the problems in turn
+                                            (one whose queue could not finish the whole mix within any budget)
   --device cpu                              dry run: kgym on the CPU (Triton's interpreter when KGYM_TRITON_PATH
                                             holds Triton, else a torch epilogue), tiny sizes via --size small
 """
@@ -37,6 +39,7 @@ def add_arguments(ap):
     g.add_argument("--runners", default="", help="default: kgym:<--slots>,kernelbench,kernelgym on a GPU, "
                                                   "kgym:<--slots> on the CPU")
     g.add_argument("--budget", action="append", default=[], metavar="RUNNER=S", help="time budget of a runner")
+    g.add_argument("--cap", action="append", default=[], metavar="RUNNER=N", help="candidates a runner may take")
     g.add_argument("--device", choices=("cpu", "cuda"), help="cpu = --gpus none; cuda = --gpus 0 unless given")
     g.add_argument("--python", default=os.environ.get("KGYM_PYTHON", "python3"),
                    help="interpreter for KernelBench's harness and KernelGYM")
@@ -79,6 +82,21 @@ def _resolve(args):
         name, _, secs = b.partition("=")
         budgets[name] = float(secs)
     args.budgets = budgets
+    args.caps = {name: int(n) for name, _, n in (c.partition("=") for c in args.cap)}
+
+
+def capped(mix, n):
+    """At most n candidates of the mix, taken across its problems in turn (each problem's in its own order)."""
+    if n is None or n >= len(mix):
+        return mix
+    by_problem = {}
+    for c in mix:
+        by_problem.setdefault(c["problem"], []).append(c)
+    out, i = [], 0
+    while len(out) < n:
+        out += [cs[i] for cs in by_problem.values() if i < len(cs)][:n - len(out)]
+        i += 1
+    return out
 
 
 def _machine():
@@ -127,11 +145,12 @@ def main(args):
     runs = []
     for name in [n.strip() for n in args.runners.split(",") if n.strip()]:
         budget = args.budgets.get(name, args.budgets.get(name.split(":")[0], 3600.0))
-        print("running %s (budget %.0f s) on %d candidates" % (name, budget, len(mix)), file=sys.stderr, flush=True)
+        sub = capped(mix, args.caps.get(name, args.caps.get(name.split(":")[0])))
+        print("running %s (budget %.0f s) on %d candidates" % (name, budget, len(sub)), file=sys.stderr, flush=True)
         try:
-            runs.append(kb_runners.run_runner(name, mix, args, budget, tmp))
+            runs.append(kb_runners.run_runner(name, sub, args, budget, tmp))
         except Exception as e:  # noqa: BLE001 - one runner failing to start must not lose the others' results
-            runs.append(kb_runners.failed_run(name, mix, "%s: %s" % (type(e).__name__, e)))
+            runs.append(kb_runners.failed_run(name, sub, "%s: %s" % (type(e).__name__, e)))
         cupti = kb_report.problem_times([r for run in runs if run["runner"] == "kgym" for r in run["records"]])
         out["runs"] = runs
         out["summaries"] = [kb_report.summarise(run, trials, cupti) for run in runs]

@@ -23,6 +23,7 @@ sys.path.insert(0, BENCH)
 import kb_mix  # noqa: E402
 import kb_report  # noqa: E402
 import kb_runners  # noqa: E402
+import kernelbench_mode  # noqa: E402
 
 PY = os.environ.get("KGYM_PYTHON", "/usr/bin/python3")
 TASKS = {1: "linear_bias_gelu", 2: "add_layernorm"}
@@ -155,6 +156,14 @@ def _run(runner, mix, verdicts):
         recs.append(kb_runners.record(runner, {}, c, completed=True, verdict=v, passed=v == "correct",
                                       kernel_gpu_ms=1.0, reference_gpu_ms=2.0, wall_s=1.0))
     return {"runner": runner, "setting": {}, "wall_s": 10.0, "records": recs}
+
+
+def test_a_capped_runner_takes_candidates_across_the_problems_in_turn(kb_dir):
+    mix = kb_mix.build_mix(kb_dir, 2, epilogue="torch")
+    four = kernelbench_mode.capped(mix, 4)
+    assert [c["id"] for c in four] == [mix[0]["id"], mix[16]["id"], mix[1]["id"], mix[17]["id"]]
+    assert kernelbench_mode.capped(mix, None) is mix and kernelbench_mode.capped(mix, 99) is mix
+    assert len(kernelbench_mode.capped(mix, 31)) == 31
 
 
 def test_agreement_lists_who_was_fooled(kb_dir):
