@@ -203,9 +203,12 @@ class Ranks:
         return self.all_sum([0.0 if done else 1.0], op="max")[0] == 0.0
 
     def close(self):
+        """Leaves the process group once every rank has arrived here: a barrier first, so no rank closes its
+        connections while another is still reading the last relayed message (seen once in CI as a rank's exit 1)."""
         if self.distributed:
             import torch.distributed as dist
             if dist.is_initialized():
+                dist.barrier(group=self.objects)
                 dist.destroy_process_group()
 
 

@@ -98,7 +98,10 @@ class _Learner:
             self.post("/kgym/shutdown", {})
         except OSError:  # the process may exit before the reply leaves (as train_util.Server tolerates too)
             pass
-        return self.proc.wait(timeout=60)
+        rc = self.proc.wait(timeout=60)
+        if rc != 0:  # what the ranks printed, for the assertion's message
+            print(self.proc.stdout.read()[-3000:], self.proc.stderr.read()[-6000:])
+        return rc
 
 
 def _session(learner, rows, tmp_path, name):
