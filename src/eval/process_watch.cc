@@ -16,43 +16,48 @@ ProcessWatch::ProcessWatch(pid_t pid, std::set<pid_t> hello_threads, bool count_
   ev_.settle_calls = settle_calls;
 }
 
-// One reading of /proc per side of a call: every thread's CPU time once (a readdir and a read per thread; a worker has
-// dozens of threads and the watch runs while the device's timing lock is held), the count and the total derived.
+// One reading per side of a call, made while the device's timing lock is held, so it costs a few system calls
+// whatever the thread count: the process's CPU clock (every thread's time, ended threads' included), the list of its
+// threads, and the CPU time of those born after hello only (a worker has dozens of threads from its libraries).
 struct ProcessWatch::Reading {
-  std::map<pid_t, int64_t> threads;
-  int count() const { return threads.empty() ? -1 : static_cast<int>(threads.size()); }
-  int64_t total() const {
-    if (threads.empty()) return -1;
-    int64_t sum = 0;
-    for (const auto& [tid, ns] : threads) sum += ns;
-    return sum;
-  }
+  int count = -1;
+  int64_t total = -1;
+  std::map<pid_t, int64_t> born;  // the threads born after hello: their CPU time
 };
+
+ProcessWatch::Reading ProcessWatch::Read(bool counted) const {
+  Reading r;
+  if (cpu_) r.total = ProcessCpuNs(pid_);
+  if (!counted) return r;
+  const std::set<pid_t> ids = ThreadIds(pid_);
+  if (!ids.empty()) r.count = static_cast<int>(ids.size());
+  if (ev_.new_threads_known)
+    for (pid_t tid : ids)
+      if (!hello_.count(tid))
+        if (int64_t ns = ThreadRunNs(pid_, tid); ns >= 0) r.born[tid] = ns;
+  return r;
+}
 
 double ProcessWatch::NewThreadCpuMs(const Reading& r) {
   if (!ev_.new_threads_known) return 0;
   int64_t ns = 0;
-  std::map<pid_t, int64_t> now;
-  for (const auto& [tid, t] : r.threads) {
-    if (hello_.count(tid)) continue;
-    now[tid] = t;
+  for (const auto& [tid, t] : r.born) {
     auto it = last_new_.find(tid);
     ns += t - (it == last_new_.end() ? 0 : it->second);  // a thread born since the last reading: all of it
   }
-  last_new_ = std::move(now);
+  last_new_ = r.born;
   return ns > 0 ? ns / 1e6 : 0;
 }
 
 void ProcessWatch::Before(bool count_threads) {
   const bool counted = count_threads_ && count_threads;
-  Reading r;
-  if (counted || cpu_) r.threads = ThreadCpuNs(pid_);
+  const Reading r = Read(counted);
   if (counted) {
     double since = NewThreadCpuMs(r);
     if (!ev_.calls.empty()) ev_.calls.back().new_thread_cpu_ms += since;  // the previous call's tail
   }
-  before_ = counted ? r.count() : -1;
-  cpu_armed_ = cpu_ ? r.total() : -1;
+  before_ = counted ? r.count : -1;
+  cpu_armed_ = r.total;
   if (pending_between_ && cpu_done_ >= 0 && cpu_armed_ >= cpu_done_)
     ev_.cpu_between_ms.push_back((cpu_armed_ - cpu_done_) / 1e6);
   pending_between_ = false;
@@ -60,10 +65,9 @@ void ProcessWatch::Before(bool count_threads) {
 
 void ProcessWatch::After(bool count_threads, bool between_follows) {
   const bool counted = count_threads_ && count_threads;
-  Reading r;
-  if (counted || cpu_) r.threads = ThreadCpuNs(pid_);
-  int after = counted ? r.count() : -1;
-  cpu_done_ = cpu_ ? r.total() : -1;
+  const Reading r = Read(counted);
+  const int after = counted ? r.count : -1;
+  cpu_done_ = r.total;
   if (cpu_armed_ >= 0 && cpu_done_ >= cpu_armed_) ev_.cpu_inside_ms.push_back((cpu_done_ - cpu_armed_) / 1e6);
   pending_between_ = between_follows && cpu_done_ >= 0;
   if (before_ < 0 || after < 0) return;

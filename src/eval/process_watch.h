@@ -51,6 +51,7 @@ class ProcessWatch {
 
  private:
   struct Reading;
+  Reading Read(bool counted) const;
   double NewThreadCpuMs(const Reading& r);  // since the last reading
 
   pid_t pid_;

@@ -136,20 +136,30 @@ class Exchange {
   Status Call(int id, int set, bool check, std::vector<double>* into) {
     const bool watched = watch_ && (into != nullptr || id >= -warmup_ + 2);
     Frame done;
-    double ms = 0;
+    double ms = 0, watch_s = 0;
     const Clock::time_point c0 = Clock::now();
     Status s = Bracketed(
         {{field::kType, kind::kCall}, {field::kCall, id}, {field::kSet, set}},
         [&] {
+          const Clock::time_point w0 = Clock::now();
           if (watched)
             watch_->Before(into != nullptr);
           else if (watch_)
             watch_->Skip();
+          watch_s += Since(w0);
         },
         &done, &ms);
+    const double arm_s = Since(c0) - ms / 1000 - watch_s;  // "call" .. "armed", and the messages' own time
+    if (s.ok() && watched) {
+      const Clock::time_point w0 = Clock::now();
+      watch_->After(into != nullptr, !check);
+      watch_s += Since(w0);
+    }
     out_->times.calls_s += Since(c0);
+    out_->times.watch_s += watch_s;
     if (!s.ok()) return s;
-    if (watched) watch_->After(into != nullptr, !check);
+    out_->times.bracket_s += ms / 1000;
+    out_->times.arm_s += arm_s;
     if (!into) return Status::Ok();
     into->push_back(ms);
     if (into == &out_->bracket_ms) {
@@ -229,7 +239,8 @@ class Exchange {
 }  // namespace
 
 nlohmann::json ExchangeTimes::ToJson() const {
-  return {{"calls_s", calls_s},   {"fetch_s", fetch_s},   {"verify_wait_s", verify_wait_s},
+  return {{"calls_s", calls_s},   {"arm_s", arm_s},       {"bracket_s", bracket_s},
+          {"watch_s", watch_s},   {"fetch_s", fetch_s},   {"verify_wait_s", verify_wait_s},
           {"verify_s", verify_s}, {"verified", verified}, {"null_s", null_s},
           {"bursts_s", bursts_s}};
 }

@@ -66,7 +66,10 @@ struct TimedCallsParams {
 
 // Where an exchange's time went, in seconds (metadata.timing_lock.hold: what holding the device's lock paid for).
 struct ExchangeTimes {
-  double calls_s = 0;        // warmup, timed and fresh calls: arm (the worker's refill), go .. done
+  double calls_s = 0;        // warmup, timed and fresh calls: arm (the worker's refill), go .. done; of which:
+  double arm_s = 0;          //   "call" .. "armed" (the worker refills its inputs and flushes the L2)
+  double bracket_s = 0;      //   the brackets, "go" .. "done"
+  double watch_s = 0;        //   the process watch's readings on both sides of the calls
   double fetch_s = 0;        // fetches: the worker's inspection and copy of a call's outputs, their transfer
   double verify_wait_s = 0;  // the exchange waiting for a comparison (at the next fetch, before the bursts)
   double verify_s = 0;       // the comparisons' own time, on their thread (overlapped with the calls)

@@ -1,7 +1,11 @@
 #include "sandbox/process_stats.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -50,17 +54,35 @@ std::set<pid_t> ThreadIds(pid_t pid) {
   return out;
 }
 
+// Read while the timing lock is held (eval/process_watch.h): plain system calls, no streams.
+int64_t ThreadRunNs(pid_t pid, pid_t tid) {
+  if (pid <= 0 || tid <= 0) return -1;
+  char path[64], buf[96];
+  std::snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", static_cast<int>(pid), static_cast<int>(tid));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char* end = nullptr;
+  const long long ns = std::strtoll(buf, &end, 10);
+  return end != buf ? ns : -1;
+}
+
 std::map<pid_t, int64_t> ThreadCpuNs(pid_t pid) {
   std::map<pid_t, int64_t> out;
-  std::string dir = "/proc/" + std::to_string(pid) + "/task/";
-  for (pid_t tid : ThreadIds(pid)) {
-    std::string st = ReadSmallFile(dir + std::to_string(tid) + "/schedstat");
-    if (!st.empty()) out[tid] = std::strtoll(st.c_str(), nullptr, 10);
-  }
+  for (pid_t tid : ThreadIds(pid))
+    if (int64_t ns = ThreadRunNs(pid, tid); ns >= 0) out[tid] = ns;
   return out;
 }
 
 int64_t ProcessCpuNs(pid_t pid) {
+  if (pid <= 0) return -1;
+  clockid_t clock;
+  timespec ts{};
+  if (::clock_getcpuclockid(pid, &clock) == 0 && ::clock_gettime(clock, &ts) == 0)
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
   std::map<pid_t, int64_t> threads = ThreadCpuNs(pid);
   if (threads.empty()) return -1;
   int64_t total = 0;

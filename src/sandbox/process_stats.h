@@ -19,8 +19,13 @@ int ProcessThreads(pid_t pid);
 // by thread id. Threads that already ended are not listed: callers compare snapshots a call apart.
 std::map<pid_t, int64_t> ThreadCpuNs(pid_t pid);
 
-// The sum of ThreadCpuNs, or -1.
+// CPU time in nanoseconds of the whole process, every thread's, those that already ended included: the kernel's
+// process CPU clock (clock_getcpuclockid; one system call, whatever the thread count), else the sum of ThreadCpuNs.
+// -1 where neither tells.
 int64_t ProcessCpuNs(pid_t pid);
+
+// One thread's CPU time in nanoseconds (/proc/PID/task/TID/schedstat), or -1.
+int64_t ThreadRunNs(pid_t pid, pid_t tid);
 
 // The ids of a process's live threads.
 std::set<pid_t> ThreadIds(pid_t pid);
