@@ -68,6 +68,7 @@ class Field:
     WORKER_S = "worker_s"
     FLUSH_MB = "flush_mb"
     KEEP_MB = "keep_mb"
+    KEEP_FREE = "keep_free"
     KEEP = "keep"
     CALL = "call"
     SET = "set"
@@ -125,7 +126,7 @@ MESSAGES = {
                             "tensors"),
     (Kind.TRIAL, TO_WORKER): ("index", "inputs", "tensors", "regions"),
     (Kind.POOL_SET, TO_WORKER): ("inputs", "tensors", "regions"),
-    (Kind.TIMING, TO_WORKER): ("flush_mb", "keep_mb"),
+    (Kind.TIMING, TO_WORKER): ("flush_mb", "keep_mb", "keep_free"),
     (Kind.CALL, TO_WORKER): ("call", "set"),
     (Kind.GO, TO_WORKER): ("call",),
     (Kind.NULL, TO_WORKER): ("call",),

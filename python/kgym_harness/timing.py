@@ -92,12 +92,28 @@ def _nbytes(values):
 class _Kept:
     """Copies of fetched calls' outputs, made on the outputs' own device, held until the supervisor asks for them
     after the timed part: the copy costs the device a read and a write; the transfer and the comparison then happen
-    outside the timing lock. Within `budget` bytes; a call past it, or one whose outputs are not plain tensors, is
-    sent at once."""
+    outside the timing lock. Within `budget` bytes and, for outputs on a GPU, only while the device keeps more than
+    `keep_free` of its memory free after the copy (other evaluations share it); a call past either, or one whose
+    outputs are not plain tensors, is sent at once. `mem_info(device)`: (free, total) bytes (tests replace it)."""
 
-    def __init__(self, keep_mb):
+    def __init__(self, keep_mb, keep_free=0.0, mem_info=None):
         self.budget = int(max(0.0, float(keep_mb or 0)) * (1 << 20))
+        self.keep_free = min(1.0, max(0.0, float(keep_free or 0)))
+        self.mem_info = mem_info or torch.cuda.mem_get_info
         self.held = {}
+
+    @staticmethod
+    def _devices(values):
+        return {v.device for v in values if v.device.type == "cuda"}
+
+    def _device_has_room(self, values, nbytes):
+        if self.keep_free <= 0:
+            return True
+        for d in self._devices(values):
+            free, total = self.mem_info(d)
+            if free - nbytes < self.keep_free * total:
+                return False
+        return True
 
     @property
     def used(self):
@@ -107,7 +123,8 @@ class _Kept:
         values = as_list(out)
         if not all(type(v) is torch.Tensor for v in values):  # noqa: E721 (a subclass is sent as it is)
             return False
-        if call in self.held or self.used + _nbytes(values) > self.budget:
+        nbytes = _nbytes(values)
+        if call in self.held or self.used + nbytes > self.budget or not self._device_has_room(values, nbytes):
             return False
         with torch.no_grad():
             self.held[call] = [v.detach().clone() for v in values]
@@ -148,7 +165,7 @@ def timing_loop(sock, r, h):
     """Serves the timing phase that message `h` (timing) starts, until the supervisor says finish."""
     r.prepare_timing(h.get(Field.FLUSH_MB, 0))
     events = _Events(r.device.startswith("cuda"))
-    kept = _Kept(h.get(Field.KEEP_MB, 0))
+    kept = _Kept(h.get(Field.KEEP_MB, 0), h.get(Field.KEEP_FREE, 0))
     channel.send(sock, {Field.TYPE: Kind.OK})
     while True:
         h, _ = channel.recv(sock)

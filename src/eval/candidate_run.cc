@@ -25,8 +25,10 @@ using End = std::optional<Verdict>;  // a phase's result: nothing (go on) or how
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // Memory a candidate's worker may hold for copies of its fetched timed calls' outputs (on their device), so their
-// transfer and comparison happen after the timing lock is released (TimedCallsParams::keep_mb).
-constexpr double kKeepMbCuda = 1024, kKeepMbCpu = 64;
+// transfer and comparison happen after the timing lock is released (TimedCallsParams::keep_mb, keep_free): on a GPU up
+// to 24 GiB, and only while a quarter of the device's memory stays free for the evaluations beside it (a level-1
+// problem's dozen verified calls of 2 GB each fit; fetched inside the lock they held it for seconds).
+constexpr double kKeepMbCuda = 24 * 1024, kKeepFreeCuda = 0.25, kKeepMbCpu = 64;
 
 // Per watched call, the CPU time of the threads born after the worker's hello (metadata: what the thread rules saw).
 nlohmann::json NewThreadCpuMs(const WatchEvidence& w) {
@@ -329,6 +331,7 @@ End CandidateRun::Timing() {
   p.fresh_sets = FreshSets(sets);
   p.flush_mb = cuda ? 256 : 0;
   p.keep_mb = cuda ? kKeepMbCuda : kKeepMbCpu;
+  p.keep_free = cuda ? kKeepFreeCuda : 0;
   p.seed = MixSeed(ctx_.secret ^ 0x5eed);
   p.null_calls = cuda;
   p.verify = [this](int call, int set, const Frame& out) {

@@ -247,8 +247,10 @@ nlohmann::json ExchangeTimes::ToJson() const {
 
 Status StartTimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline) {
   Frame f;
-  Status s =
-      w->Send({{field::kType, kind::kTiming}, {field::kFlushMb, params.flush_mb}, {field::kKeepMb, params.keep_mb}});
+  Status s = w->Send({{field::kType, kind::kTiming},
+                      {field::kFlushMb, params.flush_mb},
+                      {field::kKeepMb, params.keep_mb},
+                      {field::kKeepFree, params.keep_free}});
   if (s.ok()) s = w->RecvReply(deadline, &f);
   if (!s.ok()) return s;
   const std::string got = f.header.value(field::kType, "");

@@ -12,11 +12,12 @@
 // flushes alone (BurstPerCallMs, eval/gpu_timing.h).
 // Where `verify` is set, a random subset of timed calls, the last one and every fresh call are fetched right after
 // their call (the worker cannot tell in advance which). With `keep_mb` > 0 the worker may instead keep a copy of the
-// outputs on their device (within keep_mb) and answer "kept": the call is listed in TimedCallsResult::kept and its
-// outputs travel later, in FetchKeptOutputs, outside the timing lock. An error frame in reply is handed to `verify` at
-// once and ends the exchange; outputs are handed to `verify` on a thread of its own (BackgroundCheck: one at a time),
-// so the next calls go on while they are compared; the exchange stops at the first call after a comparison is known
-// to have failed (before the bursts at the latest), and TimedCalls returns only once every comparison has finished.
+// outputs on their device (within keep_mb, leaving keep_free of the device's memory free) and answer "kept": the call
+// is listed in TimedCallsResult::kept and its outputs travel later, in FetchKeptOutputs, outside the timing lock. An
+// error frame in reply is handed to `verify` at once and ends the exchange; outputs are handed to `verify` on a thread
+// of its own (BackgroundCheck: one at a time), so the next calls go on while they are compared; the exchange stops at
+// the first call after a comparison is known to have failed (before the bursts at the latest), and TimedCalls returns
+// only once every comparison has finished.
 //
 // FetchKeptOutputs, after TimedCalls and after the lock is released (before the kernel recorder's timeline is
 // collected, so work the candidate starts meanwhile is still on its record): the kept calls' outputs, fetched in
@@ -57,6 +58,7 @@ struct TimedCallsParams {
   int fresh_sets = 0;     // sets rotation_sets.. (call ids calls..)
   double flush_mb = 0;    // the worker's L2 flush buffer (GPU)
   double keep_mb = 0;     // device memory the worker may hold for fetched outputs until FetchKeptOutputs (0: none)
+  double keep_free = 0;   // ...only while this share of the device's memory stays free after the copy
   uint64_t seed = 0;      // which calls are fetched, where the fresh calls go
   bool null_calls = false;
   // A fetched call's outputs frame (call id, set); false stops the exchange (the caller keeps why). Unset: no call is

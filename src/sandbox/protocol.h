@@ -13,7 +13,7 @@
 //               null -> armed, go -> done     the harness's own tiny call (the process's overhead per call)
 //               burst -> armed, go -> done    k calls (or k flushes) back to back, one synchronisation
 //               fetch -> outputs              the last call's outputs
-//               fetch (keep) -> kept          or a device copy of them, held (within keep_mb) until...
+//               fetch (keep) -> kept          or a device copy of them, held (keep_mb, keep_free) until...
 //               fetch_kept -> outputs         ...asked for, after the timed part (outside the timing lock)
 //               detect -> detected            one call with autograd on (the decoy rule's second run)
 //               timeline -> timeline          the kernel recorder's stream (as the payload)
@@ -90,15 +90,16 @@ inline constexpr char kTritonKernels[] = "triton_kernels";
 inline constexpr char kWorkerS[] = "worker_s";  // trial_result: the worker's own seconds per step (reported only)
 // timing
 inline constexpr char kFlushMb[] = "flush_mb";
-inline constexpr char kKeepMb[] = "keep_mb";    // device memory the worker may hold for kept outputs
-inline constexpr char kKeep[] = "keep";         // fetch: a device copy may be kept instead of sent
-inline constexpr char kCall[] = "call";         // the call's id (negative: warmup)
-inline constexpr char kSet[] = "set";           // the input set to refill from
-inline constexpr char kK[] = "k";               // calls per burst
-inline constexpr char kModel[] = "model";       // burst: model calls (true) or flushes alone
-inline constexpr char kSelfMs[] = "self_ms";    // the worker's own clock (forgeable, reported only)
-inline constexpr char kEventMs[] = "event_ms";  // the worker's CUDA events (forgeable, cross-checked)
-inline constexpr char kError[] = "error";       // detected / timeline: what went wrong, if anything
+inline constexpr char kKeepMb[] = "keep_mb";      // device memory the worker may hold for kept outputs
+inline constexpr char kKeepFree[] = "keep_free";  // ...while this share of the device's memory stays free
+inline constexpr char kKeep[] = "keep";           // fetch: a device copy may be kept instead of sent
+inline constexpr char kCall[] = "call";           // the call's id (negative: warmup)
+inline constexpr char kSet[] = "set";             // the input set to refill from
+inline constexpr char kK[] = "k";                 // calls per burst
+inline constexpr char kModel[] = "model";         // burst: model calls (true) or flushes alone
+inline constexpr char kSelfMs[] = "self_ms";      // the worker's own clock (forgeable, reported only)
+inline constexpr char kEventMs[] = "event_ms";    // the worker's CUDA events (forgeable, cross-checked)
+inline constexpr char kError[] = "error";         // detected / timeline: what went wrong, if anything
 // hello
 inline constexpr char kRole[] = "role";
 inline constexpr char kPid[] = "pid";
@@ -158,7 +159,7 @@ inline constexpr MessageSpec kMessages[] = {
      "allow_tf32 measure_bandwidth init tensors"},
     {kind::kTrial, Direction::kToWorker, "index inputs tensors regions"},
     {kind::kPoolSet, Direction::kToWorker, "inputs tensors regions"},
-    {kind::kTiming, Direction::kToWorker, "flush_mb keep_mb"},
+    {kind::kTiming, Direction::kToWorker, "flush_mb keep_mb keep_free"},
     {kind::kCall, Direction::kToWorker, "call set"},
     {kind::kGo, Direction::kToWorker, "call"},
     {kind::kNull, Direction::kToWorker, "call"},

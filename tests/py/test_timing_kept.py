@@ -45,3 +45,29 @@ def test_a_call_kept_once_is_given_once():
         kept.give(5)
     with pytest.raises(Reported):
         kept.give(6)
+
+
+class _Device:
+    """A stand-in for a GPU's memory: (free, total) bytes."""
+
+    def __init__(self, free, total):
+        self.free, self.total = free, total
+
+    def info(self, device):
+        assert device.type == "cuda"
+        return self.free, self.total
+
+
+def test_on_a_gpu_outputs_are_kept_only_while_the_device_keeps_its_free_share(monkeypatch):
+    dev = _Device(free=10 << 20, total=16 << 20)  # 10 MiB free of 16
+    kept = _Kept(64, keep_free=0.25, mem_info=dev.info)  # at least 4 MiB must stay free
+    out = torch.zeros(1 << 20)  # 4 MiB
+    monkeypatch.setattr(kept, "_devices", lambda values: {torch.device("cuda", 0)})
+    assert kept.take(0, out)  # 10 - 4 = 6 MiB left >= 4
+    dev.free = 7 << 20
+    assert not kept.take(1, out)  # 7 - 4 = 3 MiB < 4: sent at once
+    kept.keep_free = 0.0
+    assert kept.take(2, out)  # no share asked: the byte budget alone decides
+    monkeypatch.setattr(kept, "_devices", lambda values: set())
+    kept.keep_free, dev.free = 0.25, 0
+    assert kept.take(3, out)  # outputs in host memory: the device's memory does not matter
