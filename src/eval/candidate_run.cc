@@ -80,7 +80,9 @@ class CandidateRun {
         t16_{req.atol_half, req.rtol_half} {}
 
   void Run() {
+    const Clock::time_point t0 = Clock::now();
     End end = Start();
+    md_["worker_start_s"] = Seconds(Clock::now() - t0);  // of the load phase: the worker (spare or fresh) until hello
     if (!end) end = Load();
     if (!end) end = Correctness();
     const bool timed = req_.measure_performance && ref_.timing;
