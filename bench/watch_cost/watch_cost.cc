@@ -1,7 +1,8 @@
 // bench/watch_cost: what the supervisor's outside watch of a worker (eval/process_watch.h) costs per timed call,
 // while the device's timing lock is held. A child process with --threads idle threads stands in for a worker (a
-// torch + CUDA + Triton worker has dozens); the bench times the /proc readings the watch is made of and one watched
-// call (Before + After), --calls times each, and prints one JSON object.
+// torch + CUDA + Triton worker has dozens); the bench times the readings the watch is made of and one watched call
+// (Before + After: the process CPU clock and the thread list on each side; per-thread schedstat only for threads born
+// after hello, none here), --calls times each, and prints one JSON object.
 //
 //   build/bench/watch_cost/watch_cost --threads 40 --calls 2000
 #include <signal.h>
@@ -59,15 +60,14 @@ int main(int argc, char** argv) {
   if (pid <= 0) return 1;
   nlohmann::json out = {{"threads", kgym::ProcessThreads(pid)}, {"calls", calls}};
   out["process_threads_us"] = MicrosPer(calls, [&] { kgym::ProcessThreads(pid); });
-  out["thread_cpu_ns_us"] = MicrosPer(calls, [&] { kgym::ThreadCpuNs(pid); });
+  out["thread_ids_us"] = MicrosPer(calls, [&] { kgym::ThreadIds(pid); });
+  out["thread_cpu_ns_us"] = MicrosPer(calls, [&] { kgym::ThreadCpuNs(pid); });    // every thread's schedstat
+  out["process_cpu_ns_us"] = MicrosPer(calls, [&] { kgym::ProcessCpuNs(pid); });  // the process CPU clock
   kgym::ProcessWatch watch(pid, kgym::ThreadIds(pid), /*count_threads=*/true, /*cpu=*/true);
   out["watched_call_us"] = MicrosPer(calls, [&] {
     watch.Before();
     watch.After();
   });
-  // The watch before it took one reading per side: num_threads and per-thread CPU twice on each side.
-  out["estimated_old_watched_call_us"] =
-      2 * (out["process_threads_us"].get<double>() + 2 * out["thread_cpu_ns_us"].get<double>());
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   std::cout << out.dump() << std::endl;
