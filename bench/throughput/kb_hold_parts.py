@@ -1,5 +1,6 @@
 """Per problem, the mean of kgym's timing-lock hold parts over its correct candidates (per call where it says so),
-and the load phase's worker start: where a candidate's time under the lock goes. Usage: kb_hold_parts.py KB_JSON."""
+the load phase's worker start and, from a run with KGYM_TRACE_TIMING=1, the per-call trace's medians: where a
+candidate's time under the lock goes. Usage: kb_hold_parts.py KB_JSON."""
 import json
 import statistics
 import sys
@@ -30,6 +31,12 @@ def main(path):
                   % (p[:40], len(rs), statistics.median(r["kernel_gpu_ms"] or 0 for r in rs),
                      statistics.mean(r["timing_lock"]["hold_s"] for r in rs), per_call, mean.get("bursts_s", 0),
                      mean.get("fetch_s", 0), round(statistics.mean(start), 2) if start else None))
+            traces = [(r.get("profile") or {}).get("trace_median_ms") for r in rs]
+            traces = [t for t in traces if t]
+            if traces:  # KGYM_TRACE_TIMING=1: the per-call series' medians, then their median over the candidates
+                keys = sorted({k for t in traces for k in t})
+                print("   trace ms:", {k: round(statistics.median(t[k] for t in traces if t.get(k) is not None), 3)
+                                       for k in keys if any(t.get(k) is not None for t in traces)})
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import os
 import re
 import signal
 import socket
+import statistics
 import subprocess
 import time
 import urllib.error
@@ -115,6 +116,12 @@ def kgym_profile(res):
     out = {k: md[k] for k in PROFILE_KEYS if k in md}
     trials = ((res.get("correctness_detail") or {}).get("trials")) or []
     out["trials"] = [{k: t[k] for k in TRIAL_PROFILE_KEYS if k in t} for t in trials if isinstance(t, dict)]
+    trace = md.get("timing_trace")  # kgym serve run with KGYM_TRACE_TIMING=1: the per-call series, as medians
+    if isinstance(trace, dict):
+        series = {k: v for k, v in trace.items() if isinstance(v, list)}
+        series.update({"null_" + k: v for k, v in (trace.get("null") or {}).items() if isinstance(v, list)})
+        out["trace_median_ms"] = {k: statistics.median(x) if x else None
+                                  for k, v in series.items() for x in [[y for y in v if isinstance(y, (int, float))]]}
     return out
 
 

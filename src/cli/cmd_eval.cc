@@ -92,7 +92,7 @@ KGYM_REGISTER_COMMAND(
         req.unsafe_no_sandbox = f->unsafe;
         kgym::EvaluatorOptions opt;
         opt.sandbox = !f->unsafe;
-        opt.spare_workers = false;  // one evaluation: a spare would only cost time
+        opt.spare_workers = 0;  // one evaluation: a spare would only cost time
         std::unique_ptr<kgym::Evaluator> ev;
         kgym::Status s = kgym::Evaluator::Create(opt, &ev);
         if (!s.ok()) {

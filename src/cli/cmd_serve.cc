@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli/command_registry.h"
+#include "cli/evaluator_flags.h"
 #include "server/evaluator_factory.h"
 #include "server/http_server.h"
 
@@ -137,17 +138,10 @@ KGYM_REGISTER_COMMAND(
       sub->add_option("--retry-backoff", f->backoff, "first retry delay in seconds (doubles)");
       sub->add_option("--sync", f->sync, "store durability: normal (survives a killed process) or full (power loss)")
           ->check(CLI::IsMember({"normal", "full"}));
-      sub->add_option("--evaluator", f->evaluator.kind, "real, or simulated (serving-path benchmarks only)")
-          ->check(CLI::IsMember({"real", "simulated"}));
-      sub->add_option("--sim-sleep", f->evaluator.sim_sleep_s, "simulated evaluation time in seconds");
-      sub->add_option("--sim-journal", f->evaluator.sim_journal, "simulated evaluator: append start/end lines here");
       sub->add_option(
           "--runs", f->runs,
           "run folders, or folders of them, shown on the dashboard's Runs page (agent, grade, train output)");
-      sub->add_flag("--unsafe-no-sandbox", f->evaluator.unsafe_no_sandbox, "evaluate without the sandbox");
-      sub->add_option(
-          "--mem-budget", f->evaluator.mem_budget_gb,
-          "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
+      kgym::cli::AddEvaluatorFlags(sub, &f->evaluator);
       return [f] { return RunServe(*f); };
     });
 

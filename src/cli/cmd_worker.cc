@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/command_registry.h"
+#include "cli/evaluator_flags.h"
 #include "sched/redis_worker.h"
 #include "server/evaluator_factory.h"
 
@@ -70,14 +71,7 @@ KGYM_REGISTER_COMMAND(
       sub->add_option("--lease", f->lease, "seconds without a heartbeat before a job is given to another worker");
       sub->add_option("--max-retries", f->max_retries, "retries of infrastructure failures");
       sub->add_option("--retry-backoff", f->backoff, "first retry delay in seconds (doubles)");
-      sub->add_option("--evaluator", f->evaluator.kind, "real, or simulated (benchmarks only)")
-          ->check(CLI::IsMember({"real", "simulated"}));
-      sub->add_option("--sim-sleep", f->evaluator.sim_sleep_s, "simulated evaluation time in seconds");
-      sub->add_option("--sim-journal", f->evaluator.sim_journal, "simulated evaluator: append start/end lines here");
-      sub->add_flag("--unsafe-no-sandbox", f->evaluator.unsafe_no_sandbox, "evaluate without the sandbox");
-      sub->add_option(
-          "--mem-budget", f->evaluator.mem_budget_gb,
-          "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
+      kgym::cli::AddEvaluatorFlags(sub, &f->evaluator);
       return [f] { return RunWorker(*f); };
     });
 

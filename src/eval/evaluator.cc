@@ -53,7 +53,10 @@ class PhaseClock {
 class EvaluatorImpl : public Evaluator, public WorkerSource {
  public:
   explicit EvaluatorImpl(EvaluatorOptions o)
-      : opt_(std::move(o)), ext_cache_(opt_.extension_cache_root), references_(opt_.reference_cache_bytes) {
+      : opt_(std::move(o)),
+        ext_cache_(opt_.extension_cache_root),
+        references_(opt_.reference_cache_bytes),
+        spares_(opt_.spare_workers) {
     std::random_device rd;
     secret_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }
@@ -149,7 +152,7 @@ Status EvaluatorImpl::StartCandidate(const EvalRequest& req, const std::string& 
                                      std::string* how) {
   const nlohmann::json policy = Policy(req, role::kCandidate, extension_dir);
   *how = "fresh";
-  if (opt_.spare_workers && extension_dir.empty()) {
+  if (opt_.spare_workers > 0 && extension_dir.empty()) {
     nlohmann::json key = policy;
     key.erase("scratch");  // every worker gets its own scratch directory
     *how = spares_.Take(

@@ -1,14 +1,15 @@
-// SparePool: at most one worker per key (a sandbox policy) started ahead of need, so an evaluation does not wait for
-// a fork, a sandbox and a CUDA context. Take() hands out the spare for a key and starts the next one in the
-// background.
+// SparePool: up to `depth` workers per key (a sandbox policy) started ahead of need, so an evaluation does not wait
+// for a fork, a sandbox and a CUDA context. Take() hands out a spare for a key and keeps `depth` ready or on their way
+// in the background. With many evaluations in flight one spare at a time was the bottleneck: each start takes ~0.7 s
+// on an H100 host, so 16 slots queued behind one another's spares for up to 11 s (bench/results, 2026-12-06).
 //
 // Contract:
-// - Take(key, deadline, start, &w): if a spare for `key` is ready, *w gets it ("spare"). If one is being started, it
-//   waits for it until `deadline` ("spare_waited" when it came; it started earlier, so it is ready sooner than a fresh
-//   start would be, and a fresh start would compete with it for the same CPU and device). Otherwise *w stays empty
-//   ("fresh": the caller starts its own). In every case, unless a start for `key` is already under way, the next
-//   spare is started with `start` on a thread of its own.
-// - A spare that failed to start is dropped (the next Take starts another). The caller checks that what it got is
+// - Take(key, deadline, start, &w): if a spare for `key` is ready, *w gets it ("spare"). Else, if a start for `key`
+//   is under way that no other waiting Take has counted on, it waits for a spare until `deadline` ("spare_waited"
+//   when one came; it started earlier, so it is ready sooner than a fresh start would be). Otherwise *w stays empty
+//   ("fresh": the caller starts its own). In every case the pool then starts spares for `key` on threads of their own
+//   until `depth` are ready or starting.
+// - A spare that failed to start is dropped (a later Take starts another). The caller checks that what it got is
 //   still usable (a spare can die while idle).
 // - The destructor stops further starts, waits for starts under way and drops the idle spares (destroying a Worker
 //   must end its process).
@@ -16,13 +17,14 @@
 // Thread-safe. Worker is any type; `start` runs on the pool's threads and must not call back into the pool.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 
@@ -35,55 +37,73 @@ class SparePool {
  public:
   using StartFn = std::function<Status(std::unique_ptr<Worker>*)>;
 
-  SparePool() = default;
+  explicit SparePool(int depth = 1) : depth_(std::max(1, depth)) {}
   SparePool(const SparePool&) = delete;
   SparePool& operator=(const SparePool&) = delete;
 
   ~SparePool() {
     std::unique_lock<std::mutex> l(mu_);
     stopping_ = true;  // spares being started are dropped when they arrive
+    cv_.notify_all();
     cv_.wait(l, [this] { return running_ == 0; });
-    idle_.clear();
+    keys_.clear();
   }
 
   std::string Take(const std::string& key, std::chrono::steady_clock::time_point deadline, const StartFn& start,
                    std::unique_ptr<Worker>* out) {
     std::string how = "fresh";
     std::unique_lock<std::mutex> l(mu_);
+    Key& k = keys_[key];  // map nodes stay put: the reference outlives the waits below
     auto take = [&] {
-      auto it = idle_.find(key);
-      if (it == idle_.end()) return false;
-      *out = std::move(it->second);
-      idle_.erase(it);
+      if (k.idle.empty()) return false;
+      *out = std::move(k.idle.front());
+      k.idle.pop_front();
       return true;
     };
     if (take()) {
       how = "spare";
-    } else if (!stopping_ && starting_.count(key)) {
-      cv_.wait_until(l, deadline, [&] { return stopping_ || idle_.count(key) || !starting_.count(key); });
+    } else if (!stopping_ && k.starting > k.waiting) {  // a start nobody else is counting on
+      ++k.waiting;
+      cv_.wait_until(l, deadline, [&] { return stopping_ || !k.idle.empty() || k.starting < k.waiting; });
+      --k.waiting;
       if (take()) how = "spare_waited";
     }
-    if (!stopping_ && !starting_.count(key)) StartSpare(key, start);
+    while (!stopping_ && static_cast<int>(k.idle.size()) + k.starting < depth_) StartSpare(&k, start);
     return how;
   }
 
-  // Spares ready now (for tests and status).
+  // Spares ready now, and Takes waiting for one, over every key (for tests and status).
   size_t Idle() const {
     std::lock_guard<std::mutex> l(mu_);
-    return idle_.size();
+    size_t n = 0;
+    for (const auto& [key, k] : keys_) n += k.idle.size();
+    return n;
+  }
+  int Waiting() const {
+    std::lock_guard<std::mutex> l(mu_);
+    int n = 0;
+    for (const auto& [key, k] : keys_) n += k.waiting;
+    return n;
   }
 
  private:
-  void StartSpare(const std::string& key, const StartFn& start) {  // mu_ held
-    starting_.insert(key);
+  struct Key {
+    std::deque<std::unique_ptr<Worker>> idle;
+    int starting = 0;  // starts under way
+    int waiting = 0;   // Takes waiting for one of them
+  };
+
+  void StartSpare(Key* k, const StartFn& start) {  // mu_ held
+    ++k->starting;
     ++running_;
-    std::thread([this, key, start] {
+    std::thread([this, k, start] {
       std::unique_ptr<Worker> w;
       Status s = start(&w);
       {
         std::lock_guard<std::mutex> l(mu_);
-        starting_.erase(key);
-        if (s.ok() && w && !stopping_ && !idle_.count(key)) idle_[key] = std::move(w);
+        --k->starting;
+        if (s.ok() && w && !stopping_) k->idle.push_back(std::move(w));
+        cv_.notify_all();
       }
       w.reset();  // a spare not kept ends here, before the destructor may let the pool (and what it needs) go
       std::lock_guard<std::mutex> l(mu_);
@@ -92,11 +112,11 @@ class SparePool {
     }).detach();
   }
 
+  const int depth_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::map<std::string, std::unique_ptr<Worker>> idle_;
-  std::set<std::string> starting_;
+  std::map<std::string, Key> keys_;
   int running_ = 0;
 };
 

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
+#include <set>
+#include <thread>
+#include <vector>
 
 namespace kgym {
 namespace {
@@ -88,6 +92,54 @@ TEST(SparePoolTest, FailedStartsAreDropped) {
   EXPECT_EQ(pool.Take("policy", Soon(), st.Fn(), &w), "fresh");
   EXPECT_EQ(pool.Take("policy", Soon(), st.Fn(), &w), "fresh");  // waited for the failed start, got nothing
   EXPECT_EQ(w, nullptr);
+}
+
+// With depth 3 the first Take starts three spares; three Takes waiting at once each count on one of them and get
+// distinct workers, while a fourth, with every start counted on, starts its own.
+TEST(SparePoolTest, DepthKeepsSeveralStartsUnderWayAndEachWaiterGetsItsOwn) {
+  Starter st(/*held=*/true);
+  SparePool<FakeWorker> pool(3);
+  std::unique_ptr<FakeWorker> w;
+  EXPECT_EQ(pool.Take("policy", Soon(), st.Fn(), &w), "fresh");
+  std::vector<std::future<std::pair<std::string, int>>> waiters;
+  for (int i = 0; i < 3; ++i)
+    waiters.push_back(std::async(std::launch::async, [&] {
+      std::unique_ptr<FakeWorker> mine;
+      std::string how = pool.Take("policy", Soon(), st.Fn(), &mine);
+      return std::make_pair(how, mine ? mine->id : 0);
+    }));
+  while (pool.Waiting() < 3) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  auto fourth = std::async(std::launch::async, [&] {
+    std::unique_ptr<FakeWorker> mine;
+    return std::make_pair(pool.Take("policy", Soon(), st.Fn(), &mine), mine == nullptr);
+  });
+  // It does not wait: the starts are still held at the gate when it answers.
+  ASSERT_EQ(fourth.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_EQ(fourth.get(), std::make_pair(std::string("fresh"), true));
+  st.Release();
+  std::set<int> ids;
+  for (auto& f : waiters) {
+    auto [how, id] = f.get();
+    EXPECT_TRUE(how == "spare_waited" || how == "spare") << how;
+    EXPECT_GT(id, 0);
+    ids.insert(id);
+  }
+  EXPECT_EQ(ids.size(), 3u);  // three distinct workers
+}
+
+// Depth is a ceiling: once the starts are done the pool holds `depth` idle spares, never more.
+TEST(SparePoolTest, IdleSparesStopAtTheDepth) {
+  Starter st;
+  SparePool<FakeWorker> pool(2);
+  std::unique_ptr<FakeWorker> w;
+  pool.Take("policy", Soon(), st.Fn(), &w);
+  for (int i = 0; i < 200 && pool.Idle() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(pool.Idle(), 2u);
+  EXPECT_EQ(pool.Take("policy", Soon(), st.Fn(), &w), "spare");
+  for (int i = 0; i < 200 && pool.Idle() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(pool.Idle(), 2u);  // the one taken was replaced, once
+  EXPECT_EQ(st.started.load(), 3);
 }
 
 TEST(SparePoolTest, DestructorEndsIdleAndStartingSpares) {

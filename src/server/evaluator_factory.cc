@@ -22,6 +22,7 @@ Status MakeEvaluator(const EvaluatorChoice& choice, std::unique_ptr<Evaluator>* 
   if (choice.kind != "real") return Status::InvalidArgument("--evaluator must be real or simulated");
   EvaluatorOptions o;
   o.sandbox = !choice.unsafe_no_sandbox;
+  o.spare_workers = choice.spare_workers;
   return CreateEvaluatorWithBudget(o, MemoryBudgetFromFlag(choice.mem_budget_gb), who, out);
 }
 

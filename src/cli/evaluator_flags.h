@@ -1,0 +1,25 @@
+// The evaluator's flags, shared by the commands that run jobs (`kgym serve`, `kgym worker`): one definition, so the
+// two commands cannot drift apart (server/evaluator_factory.h builds the evaluator from them).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "server/evaluator_factory.h"
+
+namespace kgym::cli {
+
+inline void AddEvaluatorFlags(CLI::App* sub, EvaluatorChoice* c) {
+  sub->add_option("--evaluator", c->kind, "real, or simulated (serving-path benchmarks only)")
+      ->check(CLI::IsMember({"real", "simulated"}));
+  sub->add_option("--sim-sleep", c->sim_sleep_s, "simulated evaluation time in seconds");
+  sub->add_option("--sim-journal", c->sim_journal, "simulated evaluator: append start/end lines here");
+  sub->add_flag("--unsafe-no-sandbox", c->unsafe_no_sandbox, "evaluate without the sandbox");
+  sub->add_option(
+      "--mem-budget", c->mem_budget_gb,
+      "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
+  sub->add_option("--spare-workers", c->spare_workers,
+                  "candidate workers per sandbox policy kept started ahead of need (0 = none)")
+      ->check(CLI::Range(0, 64));
+}
+
+}  // namespace kgym::cli
