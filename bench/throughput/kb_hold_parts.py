@@ -33,6 +33,11 @@ def main(path):
                      mean.get("fetch_s", 0), round(statistics.mean(start), 2) if start else None))
             traces = [(r.get("profile") or {}).get("trace_median_ms") for r in rs]
             traces = [t for t in traces if t]
+            tails = [(r.get("profile") or {}).get("trace_bracket_tail_ms") for r in rs]
+            tails = [t for t in tails if t]
+            if tails:
+                print("   bracket tail ms (median over candidates):",
+                      {k: round(statistics.median(t[k] for t in tails), 3) for k in tails[0]})
             if traces:  # KGYM_TRACE_TIMING=1: the per-call series' medians, then their median over the candidates
                 keys = sorted({k for t in traces for k in t})
                 print("   trace ms:", {k: round(statistics.median(t[k] for t in traces if t.get(k) is not None), 3)

@@ -120,8 +120,13 @@ def kgym_profile(res):
     if isinstance(trace, dict):
         series = {k: v for k, v in trace.items() if isinstance(v, list)}
         series.update({"null_" + k: v for k, v in (trace.get("null") or {}).items() if isinstance(v, list)})
-        out["trace_median_ms"] = {k: statistics.median(x) if x else None
-                                  for k, v in series.items() for x in [[y for y in v if isinstance(y, (int, float))]]}
+        nums = {k: sorted(y for y in v if isinstance(y, (int, float))) for k, v in series.items()}
+        out["trace_median_ms"] = {k: statistics.median(x) if x else None for k, x in nums.items()}
+        # The brackets' tail: a few slow calls (other processes' work on the GPU) cost the lock more than the median
+        b = nums.get("bracket_ms") or []
+        if b:
+            out["trace_bracket_tail_ms"] = {"mean": statistics.mean(b), "p90": b[int(0.9 * (len(b) - 1))],
+                                            "max": b[-1], "over_2x_median": sum(x > 2 * statistics.median(b) for x in b)}
     return out
 
 

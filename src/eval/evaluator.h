@@ -36,10 +36,10 @@ struct EvaluatorOptions {
   double default_memory_limit_gb = 16;
   std::vector<std::string> hidden_paths;           // directories the candidate must not see (store, config, ...)
   size_t reference_cache_bytes = size_t{8} << 30;  // reference inputs/outputs kept in memory, LRU beyond this
-  // Candidate workers per sandbox policy kept started ahead of need (sandbox set up, CUDA context made: ~0.5 GB of
-  // device memory each), so an evaluation does not wait for them (eval/spare_pool.h). 0 for one-shot use (kgym eval),
-  // where they would be wasted work.
-  int spare_workers = 4;
+  // Candidate workers per sandbox policy kept started ahead of need (sandbox set up, CUDA context made), so an
+  // evaluation does not wait for them (eval/spare_pool.h: why one). 0 for one-shot use (kgym eval), where they would
+  // be wasted work.
+  int spare_workers = 1;
   // libkgym_cupti.so, the kernel recorder loaded into GPU workers; "" = $KGYM_CUPTI_LIB or found next to the binary,
   // "off" = none (GPU times are then the supervisor's brackets). Never loaded where no GPU is visible.
   std::string cupti_library;

@@ -1,7 +1,9 @@
 // SparePool: up to `depth` workers per key (a sandbox policy) started ahead of need, so an evaluation does not wait
 // for a fork, a sandbox and a CUDA context. Take() hands out a spare for a key and keeps `depth` ready or on their way
-// in the background. With many evaluations in flight one spare at a time was the bottleneck: each start takes ~0.7 s
-// on an H100 host, so 16 slots queued behind one another's spares for up to 11 s (bench/results, 2026-12-06).
+// in the background. More is not always faster: on an H100 at 16 slots (KernelBench level 2, 2026-12-06), depth 4
+// cut the queue for spares (a start takes ~0.7 s alone) but the extra CUDA contexts made at once slowed the timed
+// calls of the evaluation holding the timing lock (mean bracket 4.0 -> 5.7 ms on one problem), and throughput fell
+// (5 827 -> 4 817 evaluations per GPU-hour); depth 1 is the default (EvaluatorOptions::spare_workers).
 //
 // Contract:
 // - Take(key, deadline, start, &w): if a spare for `key` is ready, *w gets it ("spare"). Else, if a start for `key`
