@@ -12,6 +12,11 @@ def main(path):
         if run["runner"] != "kgym":
             continue
         print("kgym", run["setting"])
+        s = [x for x in d.get("summaries", []) if x["runner"] == "kgym" and x["setting"] == run["setting"]]
+        lk = (s[0].get("timing_lock") or {}) if s else {}
+        if lk.get("occupancy_in_span") is not None:
+            print(" lock occupancy %.3f of the run's wall, %.3f from its first acquisition to its last release (%.1f s)"
+                  % (lk["occupancy"], lk["occupancy_in_span"], lk["held_span_s"]))
         by = {}
         for r in run["records"]:
             if r.get("verdict") == "correct" and isinstance(r.get("timing_lock"), dict):

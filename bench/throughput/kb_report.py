@@ -60,7 +60,8 @@ def phase_sums(records):
 def lock_use(records, wall):
     """The device timing lock (kgym's metadata.timing_lock, reference_timing_lock): acquisitions, total wait and hold
     of the candidates and of each reference once (by its cache key: cached references repeat their notes), the
-    hold's parts summed, and occupancy = total hold / the run's wall (the share of wall some timed part held the GPU).
+    hold's parts summed, and occupancy = total hold / the run's wall (the share of wall some timed part held the GPU);
+    occupancy_in_span the same over the span from the first acquisition to the last release, where recorded.
     None where no record carries it (the other runners)."""
     cand = [r["timing_lock"] for r in records if isinstance(r.get("timing_lock"), dict)]
     refs = {}
@@ -83,6 +84,13 @@ def lock_use(records, wall):
     out["hold_s"] = hold
     out["wait_s"] = out["candidate"]["wait_s"] + out["reference"]["wait_s"]
     out["occupancy"] = hold / wall if wall > 0 else None
+    # From the first acquisition to the last release (where the records carry the wall-clock times): the lock's idle
+    # time between holds, apart from the run's start (workers, references) and its end.
+    firsts = [u["first_at"] for u in cand + list(refs.values()) if isinstance(u.get("first_at"), (int, float))]
+    lasts = [u["last_at"] for u in cand + list(refs.values()) if isinstance(u.get("last_at"), (int, float))]
+    if firsts and lasts and max(lasts) > min(firsts):
+        out["held_span_s"] = max(lasts) - min(firsts)
+        out["occupancy_in_span"] = hold / out["held_span_s"]
     return out
 
 
@@ -191,8 +199,8 @@ def table(summaries):
 
 
 def plot(summaries, path):
-    """Evaluations per GPU-hour against kgym's slots (hollow: a run cut short by its budget), with the other
-    runners as horizontal lines. Returns False where matplotlib is missing."""
+    """Evaluations per GPU-hour against kgym's slots (hollow: a run cut short by its budget; runs with another
+    --spare-workers are left out), with the other runners as horizontal lines. Returns False where matplotlib is missing."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -201,7 +209,7 @@ def plot(summaries, path):
         return False
     fig, ax = plt.subplots(figsize=(6, 4))
     pts = sorted((s["setting"]["slots"], s["evals_per_gpu_hour"] or 0, s["completed"] < s["candidates"])
-                 for s in summaries if s["runner"] == "kgym")
+                 for s in summaries if s["runner"] == "kgym" and "spare_workers" not in s["setting"])
     if pts:
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "-", color="C0", label="kgym serve")
         for x, y, partial in pts:

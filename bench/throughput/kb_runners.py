@@ -232,11 +232,26 @@ def feed(url, mix, args, budget_s, runner, setting, task_prefix, body_fn, verdic
 
 # ----- kgym -----
 
-def start_kgym(args, slots, tmp):
-    cmd = [args.bin, "serve", "--port", "0", "--store", os.path.join(tmp, "kgym-%d.sqlite" % slots),
+def kgym_setting(name, default_slots):
+    """kgym:<slots>[:spares<N>] -> {"slots": slots[, "spare_workers": N]} (N: kgym serve --spare-workers)."""
+    parts = name.split(":")
+    setting = {"slots": int(parts[1]) if len(parts) > 1 and parts[1] else default_slots}
+    for p in parts[2:]:
+        if not p.startswith("spares"):
+            raise ValueError("unknown kgym runner option %r in %r (kgym:<slots>[:spares<N>])" % (p, name))
+        setting["spare_workers"] = int(p[len("spares"):])
+    return setting
+
+
+def start_kgym(args, setting, tmp):
+    slots, spares = setting["slots"], setting.get("spare_workers")
+    tag = "%d" % slots + ("-spares%d" % spares if spares is not None else "")
+    cmd = [args.bin, "serve", "--port", "0", "--store", os.path.join(tmp, "kgym-%s.sqlite" % tag),
            "--gpus", "none" if args.device == "cpu" else args.gpu, "--slots-per-gpu", str(slots),
            "--cpu-slots", str(slots), "--drain-timeout", "5"]
-    log = open(os.path.join(tmp, "kgym-serve-slots%d.log" % slots), "w")
+    if spares is not None:
+        cmd += ["--spare-workers", str(spares)]
+    log = open(os.path.join(tmp, "kgym-serve-slots%s.log" % tag), "w")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
     line = proc.stdout.readline()
     m = re.search(r"listening on (http://[\d.]+:\d+)", line)
@@ -253,13 +268,13 @@ def kgym_body(c, task_id, args):
     return body
 
 
-def run_kgym(mix, args, slots, budget_s, tmp):
+def run_kgym(mix, args, setting, budget_s, tmp):
     t_start = time.time()
-    proc, url, cmd = start_kgym(args, slots, tmp)
+    proc, url, cmd = start_kgym(args, setting, tmp)
     startup = time.time() - t_start
     cpu0 = host_cpu()
-    recs, wall = feed(url + "/evaluate", mix, args, budget_s, "kgym", {"slots": slots}, "s%d-" % slots,
-                      kgym_body, kgym_verdict)
+    prefix = "s%d-" % setting["slots"] + ("p%d-" % setting["spare_workers"] if "spare_workers" in setting else "")
+    recs, wall = feed(url + "/evaluate", mix, args, budget_s, "kgym", setting, prefix, kgym_body, kgym_verdict)
     cpu = host_cpu_busy(cpu0, host_cpu())
     busy = {}
     try:
@@ -273,7 +288,7 @@ def run_kgym(mix, args, slots, budget_s, tmp):
         proc.wait(60)
     except subprocess.TimeoutExpired:
         proc.kill()
-    return {"runner": "kgym", "setting": {"slots": slots}, "command": cmd, "startup_s": startup, "wall_s": wall,
+    return {"runner": "kgym", "setting": setting, "command": cmd, "startup_s": startup, "wall_s": wall,
             "budget_s": budget_s, "records": list(recs.values()), "device_busy_fraction": busy, "host_cpu_busy": cpu}
 
 
@@ -409,19 +424,19 @@ def run_kernelgym(mix, args, budget_s, tmp):
 
 def failed_run(name, mix, error):
     """A runner that could not run: every record unfinished, the reason kept."""
-    runner, _, slots = name.partition(":")
-    setting = {"slots": int(slots)} if slots else {}
+    runner = name.split(":")[0]
+    setting = kgym_setting(name, None) if runner == "kgym" and ":" in name else {}
     return {"runner": runner, "setting": setting, "command": "", "startup_s": 0.0, "wall_s": 0.0, "budget_s": None,
             "records": [record(runner, setting, c, detail=error) for c in mix], "error": error}
 
 
 def run_runner(name, mix, args, budget_s, tmp):
-    """`name` is kgym:<slots>, kernelbench or kernelgym."""
+    """`name` is kgym:<slots>[:spares<N>], kernelbench or kernelgym."""
     if name.startswith("kgym"):
-        return run_kgym(mix, args, int(name.split(":")[1]) if ":" in name else args.slots, budget_s, tmp)
+        return run_kgym(mix, args, kgym_setting(name, args.slots), budget_s, tmp)
     if name == "kernelbench":
         return run_kernelbench(mix, args, budget_s, tmp)
     if name == "kernelgym":
         return run_kernelgym(mix, args, budget_s, tmp)
-    raise ValueError("unknown runner %r (kgym:<slots>, kernelbench, kernelgym)" % name)
+    raise ValueError("unknown runner %r (kgym:<slots>[:spares<N>], kernelbench, kernelgym)" % name)
 

@@ -21,8 +21,15 @@ std::string TimingLock::DeviceOf(const EvalRequest& req) {
   return req.device == "cuda" ? "cuda:" + std::to_string(req.device_index) : "cpu";
 }
 
+namespace {
+double UnixNow() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+}  // namespace
+
 nlohmann::json LockUse::ToJson() const {
-  return {{"acquisitions", acquisitions}, {"wait_s", wait_s}, {"hold_s", hold_s}, {"hold", hold}};
+  nlohmann::json j = {{"acquisitions", acquisitions}, {"wait_s", wait_s}, {"hold_s", hold_s}, {"hold", hold}};
+  if (first_at >= 0) j["first_at"] = first_at;
+  if (last_at >= 0) j["last_at"] = last_at;
+  return j;
 }
 
 TimedHold::TimedHold(TimingLock* locks, const std::string& device, LockUse* use) : use_(use) {
@@ -31,11 +38,13 @@ TimedHold::TimedHold(TimingLock* locks, const std::string& device, LockUse* use)
   held_at_ = std::chrono::steady_clock::now();
   use_->acquisitions++;
   use_->wait_s += std::chrono::duration<double>(held_at_ - t0).count();
+  if (use_->first_at < 0) use_->first_at = UnixNow();
 }
 
 void TimedHold::Release() {
   if (!lock_.owns_lock()) return;
   use_->hold_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - held_at_).count();
+  use_->last_at = UnixNow();
   lock_.unlock();
 }
 

@@ -44,7 +44,10 @@ struct LockUse {
   int acquisitions = 0;
   double wait_s = 0, hold_s = 0;
   nlohmann::json hold = nlohmann::json::object();
-  // {"acquisitions", "wait_s", "hold_s", "hold"}
+  // Wall clock (Unix seconds) of the first acquisition and the last release (< 0: none yet): a benchmark lines the
+  // runs' holds up on one clock to tell a lock idle between holds from one idle before the first or after the last.
+  double first_at = -1, last_at = -1;
+  // {"acquisitions", "wait_s", "hold_s", "hold"[, "first_at", "last_at"]}
   nlohmann::json ToJson() const;
 };
 

@@ -74,6 +74,10 @@ TEST(TimedHoldTest, BooksAcquisitionsWaitAndHold) {
   const nlohmann::json j = use.ToJson();
   EXPECT_EQ(j["acquisitions"], 2);
   EXPECT_TRUE(j["hold"].is_object());
+  // The first acquisition and the last release, on the wall clock: the two holds lie between them.
+  ASSERT_TRUE(j.contains("first_at") && j.contains("last_at"));
+  EXPECT_GE(j["last_at"].get<double>() - j["first_at"].get<double>(), use.hold_s - 1e-3);
+  EXPECT_FALSE(LockUse{}.ToJson().contains("first_at"));
 }
 
 TEST(TimingLockTest, DeviceOfRequest) {

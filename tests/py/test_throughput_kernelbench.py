@@ -196,6 +196,12 @@ def test_lock_use_counts_each_reference_once(kb_dir):
     assert lk["reference"]["runs"] == 2 and lk["reference"]["hold_s"] == pytest.approx(5.0)
     assert lk["hold_s"] == pytest.approx(8.0) and lk["wait_s"] == pytest.approx(1.5)
     assert lk["occupancy"] == pytest.approx(0.8)
+    assert "occupancy_in_span" not in lk  # no wall-clock times recorded
+    for i, r in enumerate(run["records"]):  # with them: the span from the first acquisition to the last release
+        r["timing_lock"].update(first_at=100.0 + 2 * i, last_at=101.0 + 2 * i)
+        r["reference_timing_lock"].update(first_at=90.0, last_at=92.0)
+    lk = kb_report.lock_use(run["records"], 10.0)
+    assert lk["held_span_s"] == pytest.approx(15.0) and lk["occupancy_in_span"] == pytest.approx(8.0 / 15.0)
     assert kb_report.lock_use(_run("kernelbench", mix, {})["records"], 10.0) is None
     assert "timing lock hold of kgym" in kb_report.table([kb_report.summarise(run, 105, None)])
 
@@ -212,16 +218,26 @@ def test_level1_figure_is_wall_over_pure_gpu_work(kb_dir):
     assert fig["aggregate_ratio"] == pytest.approx(10.0 / (105 * 0.002 + 10 * 105 * 0.001))
 
 
+def test_kgym_runner_names_give_slots_and_spare_workers():
+    assert kb_runners.kgym_setting("kgym:16", 4) == {"slots": 16}
+    assert kb_runners.kgym_setting("kgym", 4) == {"slots": 4}
+    assert kb_runners.kgym_setting("kgym:8:spares0", 4) == {"slots": 8, "spare_workers": 0}
+    with pytest.raises(ValueError):
+        kb_runners.kgym_setting("kgym:8:fast", 4)
+    assert kb_runners.failed_run("kgym:8:spares2", [], "x")["setting"] == {"slots": 8, "spare_workers": 2}
+
+
 def test_cpu_dry_run_judges_every_kind_as_expected(kgym, kb_dir, tmp_path):
     out = tmp_path / "kb.json"
     cmd = [sys.executable, os.path.join(BENCH, "run_throughput.py"), "--bin", kgym, "--kernelbench", kb_dir,
-           "--level", "2", "--problems", "1", "--device", "cpu", "--size", "small", "--runners", "kgym:2,kgym:4",
+           "--level", "2", "--problems", "1", "--device", "cpu", "--size", "small", "--runners", "kgym:2,kgym:4:spares2",
            "--perf-trials", "5", "--timeout-candidate-s", "10", "--clients", "16", "--out", str(out)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     d = json.loads(out.read_text())
     assert d["candidates"] == 16 and d["problems"] == ["1_linear_bias_gelu"]
-    assert [s["setting"]["slots"] for s in d["summaries"]] == [2, 4]
+    assert [s["setting"] for s in d["summaries"]] == [{"slots": 2}, {"slots": 4, "spare_workers": 2}]
+    assert "--spare-workers 2" in d["runs"][1]["command"] and "--spare-workers" not in d["runs"][0]["command"]
     for run in d["runs"]:
         wrong = [(r["id"], r["verdict"], r["detail"]) for r in run["records"] if r["verdict"] != r["expected"]]
         assert not wrong, wrong
@@ -232,7 +248,12 @@ def test_cpu_dry_run_judges_every_kind_as_expected(kgym, kb_dir, tmp_path):
     # The timing lock: every candidate timed took it once (the hack, stopped by its wrong result, too).
     lk = s["timing_lock"]
     assert lk["candidate"]["acquisitions"] == 11 and lk["reference"]["runs"] == 1  # 10 correct + 1 hack per 16
-    assert {"calls_s", "fetch_s", "verify_s", "null_s", "bursts_s"} <= set(lk["candidate"]["hold_parts_s"])
+    assert {"calls_s", "arm_s", "bracket_s", "watch_s", "fetch_s", "verify_s", "null_s", "bursts_s"} <= set(
+        lk["candidate"]["hold_parts_s"])
+    parts = lk["candidate"]["hold_parts_s"]  # the calls' parts add up to no more than the calls
+    assert 0 < parts["bracket_s"] and parts["arm_s"] + parts["bracket_s"] + parts["watch_s"] <= parts["calls_s"] * 1.001
     assert 0 < lk["occupancy"] <= 1
+    # Holds never overlap (one lock), so over the span they lie in they cover more of it, never more than all of it.
+    assert lk["occupancy"] <= lk["occupancy_in_span"] <= 1 + 1e-6
     assert d["agreement"]["matches_expected_verdict"] == {"kgym": 16}
     assert "correctness verdicts agree" in p.stdout
