@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "eval/background_check.h"
 #include "eval/gpu_timing.h"
 #include "eval/hack_rules.h"
 #include "eval/process_watch.h"
@@ -54,6 +55,50 @@ struct TrialOutputs {
   std::vector<Values> held;  // the candidate's outputs (referred to by `candidate`)
 };
 
+// The correctness trials' comparisons, each on a thread of its own while the next trial's exchange goes on (a level-1
+// problem's 2 GB output takes ~0.3 s to compare; meanwhile the worker unpacks the next inputs and calls the model).
+// One comparison at a time (BackgroundCheck); read back in trial order once all have finished.
+class TrialChecks {
+ public:
+  struct Trial {
+    const ReferenceTrial* ref = nullptr;
+    Values got;  // the candidate's outputs (they keep their memfds mapped)
+    Comparison c;
+    double exchange_s = 0, compare_s = 0;
+    nlohmann::json worker_s;
+    int64_t triton_launches = -1;
+  };
+
+  // False once a comparison has failed: the verdict is decided, and more trials tell the model nothing new.
+  bool Going() { return !check_.Failed(); }
+  void Submit(std::unique_ptr<Trial> t, const Tolerance& t32, const Tolerance& t16) {
+    Trial* raw = t.get();
+    trials_.push_back(std::move(t));
+    check_.Submit([raw, &t32, &t16] {
+      const Clock::time_point t0 = Clock::now();
+      raw->c = CompareValues(raw->ref->outputs, raw->got, t32, t16);
+      raw->compare_s = Seconds(Clock::now() - t0);
+      return raw->c.ok;
+    });
+  }
+  // Waits for the outstanding comparison: true when every one so far passed.
+  bool AllPassed() { return check_.Wait(); }
+  // Every comparison finished; the trials compared, in order (none after the first that failed).
+  std::vector<std::unique_ptr<Trial>>& Finish() {
+    check_.Wait();
+    for (size_t i = 0; i < trials_.size(); ++i)
+      if (!trials_[i]->c.ok) {
+        trials_.resize(i + 1);
+        break;
+      }
+    return trials_;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Trial>> trials_;  // declared first: the check (and its thread) ends before them
+  BackgroundCheck check_;
+};
+
 // What the timing phase gathered, for the judgement.
 struct TimingEvidence {
   TimedCallsResult calls;
@@ -97,6 +142,7 @@ class CandidateRun {
   End Start();
   End Load();
   End Correctness();
+  End RunTrials(ProcessWatch* watch, TrialChecks* checks);
   End JudgeCorrectness(const TrialOutputs& outs, int passed, const std::string& problem, const ProcessWatch& watch);
   End Timing();
   End SendPool();
@@ -214,55 +260,77 @@ End CandidateRun::Load() {
 
 // ---- correctness ----
 
-End CandidateRun::Correctness() {
-  if (progress_) progress_("correctness");
-  phase_ = "correctness";
-  ProcessWatch watch(w_->harness_pid(), w_->hello_threads(), /*count_threads=*/true, /*cpu=*/false, kSettleCalls);
-  TrialOutputs outs;
-  outs.held.reserve(ref_.trials.size());
-  nlohmann::json log = nlohmann::json::array(), max_diff = nlohmann::json::array(), avg_diff = max_diff;
-  int passed = 0, used = 0;
-  std::string problem;
+// The trials, in order: each one's exchange, then its comparison on the checks' thread while the next one runs. Stops
+// at the first comparison known to have failed. A trial that fails after an earlier one compared wrong would never
+// have run one trial at a time: that wrong result is then the verdict (nothing is returned; Correctness judges it).
+End CandidateRun::RunTrials(ProcessWatch* watch, TrialChecks* checks) {
+  int index = 0;
   for (const auto& t : ref_.trials) {
     if (t.skipped) continue;
-    nlohmann::json h = {{field::kType, kind::kTrial}, {field::kIndex, used++}};
+    if (!checks->Going()) return std::nullopt;
+    nlohmann::json h = {{field::kType, kind::kTrial}, {field::kIndex, index++}};
     std::string p;
     std::vector<std::shared_ptr<const Region>> regions;  // the reference's sealed inputs, shared without a copy
     EncodeValues(t.inputs, field::kInputs, &h, &p, &regions);
     Frame f;
     const Clock::time_point t0 = Clock::now();
-    watch.Before();
-    if (End end = Exchange(h, p, regions, &f)) return end;
-    watch.After();
-    const Clock::time_point t1 = Clock::now();
-    Values got;
-    Status s = DecodeValues(f.header, field::kOutputs, f.payload, f.regions, &got);
-    if (!s.ok()) return Verdict::Of(Outcome::kIncorrect, "the candidate's outputs could not be read: " + s.message());
-    Comparison c = CompareValues(t.outputs, got, t32_, t16_);
-    log.push_back({{"variant", t.variant},
+    watch->Before();
+    End end = Exchange(h, p, regions, &f);
+    auto trial = std::make_unique<TrialChecks::Trial>();
+    trial->ref = &t;
+    if (!end) {
+      watch->After();
+      trial->exchange_s = Seconds(Clock::now() - t0);  // inputs out, the worker's steps, outputs back
+      trial->worker_s = WorkerSteps(f.header);
+      const auto& launches = f.header.find(field::kTritonLaunches);
+      if (launches != f.header.end() && launches->is_number_integer())
+        trial->triton_launches = launches->get<int64_t>();
+      Status s = DecodeValues(f.header, field::kOutputs, f.payload, f.regions, &trial->got);
+      if (!s.ok()) end = Verdict::Of(Outcome::kIncorrect, "the candidate's outputs could not be read: " + s.message());
+    }
+    if (end) return checks->AllPassed() ? end : std::nullopt;
+    checks->Submit(std::move(trial), t32_, t16_);
+  }
+  return std::nullopt;
+}
+
+End CandidateRun::Correctness() {
+  if (progress_) progress_("correctness");
+  phase_ = "correctness";
+  ProcessWatch watch(w_->harness_pid(), w_->hello_threads(), /*count_threads=*/true, /*cpu=*/false, kSettleCalls);
+  TrialChecks checks;
+  if (End end = RunTrials(&watch, &checks)) return end;
+  const auto& trials = checks.Finish();  // up to the first that compared wrong
+  TrialOutputs outs;
+  outs.held.reserve(ref_.trials.size());
+  nlohmann::json log = nlohmann::json::array(), max_diff = nlohmann::json::array(), avg_diff = max_diff;
+  int passed = 0;
+  std::string problem;
+  for (auto& tr : trials) {
+    const Comparison& c = tr->c;
+    log.push_back({{"variant", tr->ref->variant},
                    {"ok", c.ok},
                    {"max_abs_diff", c.max_abs_diff},
                    {"mean_abs_diff", c.mean_abs_diff},
                    {"rel_l2", c.rel_l2},
                    {"problem", c.problem},
-                   {"exchange_s", Seconds(t1 - t0)},  // inputs out, the worker's steps, outputs back
-                   {"compare_s", Seconds(Clock::now() - t1)},
-                   {"worker_s", WorkerSteps(f.header)}});
+                   {"exchange_s", tr->exchange_s},
+                   {"compare_s", tr->compare_s},
+                   {"worker_s", tr->worker_s}});
     if (!c.ok) {
       max_diff.push_back(c.max_abs_diff);
       avg_diff.push_back(c.mean_abs_diff);
-      problem = (t.variant == "default" ? "" : "on " + t.variant + " inputs: ") + c.problem;
-      break;  // the verdict is decided; more trials cost time and tell the model nothing new
+      problem = (tr->ref->variant == "default" ? "" : "on " + tr->ref->variant + " inputs: ") + c.problem;
+      break;
     }
     ++passed;
-    const auto& launches = f.header.find(field::kTritonLaunches);
-    if (launches != f.header.end() && launches->is_number_integer()) triton_launches_ = launches->get<int64_t>();
-    outs.held.push_back(std::move(got));
-    outs.reference.push_back(&t.outputs);
+    if (tr->triton_launches >= 0) triton_launches_ = tr->triton_launches;
+    outs.held.push_back(std::move(tr->got));
+    outs.reference.push_back(&tr->ref->outputs);
     outs.candidate.push_back(&outs.held.back());
   }
   r_->correctness_detail = {{"trials", log}, {"atol", req_.atol}, {"rtol", req_.rtol}};
-  md_["correctness_trials"] = "(" + std::to_string(passed) + " / " + std::to_string(used) + ")";
+  md_["correctness_trials"] = "(" + std::to_string(passed) + " / " + std::to_string(trials.size()) + ")";
   if (!max_diff.empty()) {
     md_["max_difference"] = max_diff;
     md_["avg_difference"] = avg_diff;

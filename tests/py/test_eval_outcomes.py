@@ -45,6 +45,7 @@ def test_correct_rewrite(kgym):
 
 @pytest.mark.parametrize("name,outcome,needle", [
     ("wrong_values", "incorrect", "mean abs diff"),
+    ("wrong_then_crash", "incorrect", "mean abs diff"),  # trials overlap their comparisons: the first wrong one wins
     ("wrong_shape", "incorrect", "shape mismatch: expected [64, 128], got [64]"),
     ("nan_output", "incorrect", "NaN"),
     ("syntax_error", "compile_error", "line 6"),
