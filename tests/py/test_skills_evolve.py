@@ -137,7 +137,7 @@ def world(tmp_path):
 
 def run_agent(tasks, lib, llm, gym, out):
     run("agent", "--tasks", tasks, "--base-url", llm.base_url, "--model", "fake", "--server", gym.url, "--out", out,
-        "--turns", "2", "--samples", "4", "--seed", "0", "--timeout", "5", "--retries", "1", "--retry-base", "0.05",
+        "--turns", "2", "--samples", "4", "--seed", "0", "--timeout", "60", "--retries", "1", "--retry-base", "0.05",
         "--no-progress", "--skills", lib)
     recs = {}
     with open(os.path.join(out, "trajectories.jsonl")) as f:
@@ -177,7 +177,7 @@ def test_agent_selects_and_injects_then_evolve_round(world):
 
     # One evolve round.
     p = run("skills", "evolve", out, "--library", lib, "--base-url", llm.base_url, "--model", "fake",
-            "--server", gym.url, "--summaries", "2", "--seed", "0", "--timeout", "5", "--retries", "1")
+            "--server", gym.url, "--summaries", "2", "--seed", "0", "--timeout", "60", "--retries", "1")
     assert "1 triggered task(s)" in p.stdout and "+ fuse_epilogue_into_matmul" in p.stdout
     rep = json.load(open(os.path.join(out, "evolve.json")))
     assert [c["task"] for c in rep["cases"]] == ["level1/1_Alpha"]
@@ -232,7 +232,7 @@ def test_second_task_requirement_rejects_a_task_local_skill(world):
     lib2 = str(tmp / "lib2")
     shutil.copytree(lib, lib2)
     p = run("skills", "evolve", out, "--library", lib2, "--base-url", llm.base_url, "--model", "fake",
-            "--server", gym.url, "--summaries", "2", "--seed", "0", "--second-task", "--timeout", "5")
+            "--server", gym.url, "--summaries", "2", "--seed", "0", "--second-task", "--timeout", "60")
     rep = json.load(open(os.path.join(out, "evolve.json")))
     good = next(c for c in rep["candidates"] if c["name"] == "Fuse Epilogue Into Matmul")
     assert not good["admitted"] and "second task" in good["reason"]
