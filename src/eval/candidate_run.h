@@ -3,10 +3,11 @@
 //                request says --unsafe-no-sandbox
 //   load         the job: the candidate's module imported, ModelNew built with the reference's constructor arguments
 //   correctness  every trial's inputs (the reference's own memfds, shared without a copy) in, outputs compared here
-//                with the reference's; then the rules over in-process evidence, threads, constant output and
-//                decoy launches (eval/hack_rules.h)
+//                with the reference's (each comparison while the next trial runs; the first wrong trial decides);
+//                then the rules over in-process evidence, threads, constant output and decoy launches
+//                (eval/hack_rules.h)
 //   timing       the reference's timing sets; TimedCalls under the device's TimingLock, with the decoy rule's
-//                grad-enabled call; the kernel timeline (GPU)
+//                grad-enabled call; the kept outputs compared after the lock; the kernel timeline (GPU)
 //   judge        the rules over the timing evidence (in-process evidence, deferred work, threads, wrong timed
 //                results, caching), then the reported time (eval/gpu_timing.h on a GPU, the brackets on the CPU)
 // Each phase either passes or ends the run with a Verdict, which is applied to *r; every phase that ran leaves its
