@@ -200,7 +200,8 @@ def table(summaries):
 
 def plot(summaries, path):
     """Evaluations per GPU-hour against kgym's slots (hollow: a run cut short by its budget; runs with another
-    --spare-workers are left out), with the other runners as horizontal lines. Returns False where matplotlib is missing."""
+    --spare-workers are left out), with the other runners as horizontal lines. Returns False where matplotlib is
+    missing."""
     try:
         import matplotlib
         matplotlib.use("Agg")

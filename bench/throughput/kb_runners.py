@@ -125,8 +125,9 @@ def kgym_profile(res):
         # The brackets' tail: a few slow calls (other processes' work on the GPU) cost the lock more than the median
         b = nums.get("bracket_ms") or []
         if b:
+            median = out["trace_median_ms"]["bracket_ms"]
             out["trace_bracket_tail_ms"] = {"mean": statistics.mean(b), "p90": b[int(0.9 * (len(b) - 1))],
-                                            "max": b[-1], "over_2x_median": sum(x > 2 * statistics.median(b) for x in b)}
+                                            "max": b[-1], "over_2x_median": sum(x > 2 * median for x in b)}
     return out
 
 
@@ -243,9 +244,14 @@ def kgym_setting(name, default_slots):
     return setting
 
 
+def kgym_tag(setting):
+    """A setting in file names and task ids: "16", "16-spares4"."""
+    spares = setting.get("spare_workers")
+    return "%d" % setting["slots"] + ("-spares%d" % spares if spares is not None else "")
+
+
 def start_kgym(args, setting, tmp):
-    slots, spares = setting["slots"], setting.get("spare_workers")
-    tag = "%d" % slots + ("-spares%d" % spares if spares is not None else "")
+    slots, spares, tag = setting["slots"], setting.get("spare_workers"), kgym_tag(setting)
     cmd = [args.bin, "serve", "--port", "0", "--store", os.path.join(tmp, "kgym-%s.sqlite" % tag),
            "--gpus", "none" if args.device == "cpu" else args.gpu, "--slots-per-gpu", str(slots),
            "--cpu-slots", str(slots), "--drain-timeout", "5"]
@@ -273,8 +279,8 @@ def run_kgym(mix, args, setting, budget_s, tmp):
     proc, url, cmd = start_kgym(args, setting, tmp)
     startup = time.time() - t_start
     cpu0 = host_cpu()
-    prefix = "s%d-" % setting["slots"] + ("p%d-" % setting["spare_workers"] if "spare_workers" in setting else "")
-    recs, wall = feed(url + "/evaluate", mix, args, budget_s, "kgym", setting, prefix, kgym_body, kgym_verdict)
+    recs, wall = feed(url + "/evaluate", mix, args, budget_s, "kgym", setting, "s%s-" % kgym_tag(setting), kgym_body,
+                      kgym_verdict)
     cpu = host_cpu_busy(cpu0, host_cpu())
     busy = {}
     try:

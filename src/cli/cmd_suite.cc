@@ -17,6 +17,7 @@
 
 #include "agent/task.h"
 #include "cli/command_registry.h"
+#include "cli/evaluator_flags.h"
 #include "eval/evaluator.h"
 #include "sched/admission.h"
 #include "sched/admitted_evaluator.h"
@@ -189,46 +190,46 @@ int PrintReport(const SuiteFlags& f, const std::string& device, const std::vecto
   return 0;
 }
 
-KGYM_REGISTER_COMMAND(
-    "suite", "evaluate every solution of the built-in task suite and print a table",
-    [](CLI::App* sub) -> kgym::cli::CommandRunner {
-      auto f = std::make_shared<SuiteFlags>();
-      sub->add_option("--tasks", f->tasks, "suite directory (levelN/ and solutions/levelN/)");
-      sub->add_option("--device", f->device, "cpu or cuda (default: cuda when a GPU is visible)");
-      sub->add_option("--gpu", f->device_index, "GPU index");
-      sub->add_option("--size", f->size, "task size (KGYM_TASK_SIZE), e.g. small");
-      sub->add_option("--kinds", f->kinds, "comma-separated solution kinds");
-      sub->add_option("--only", f->only,
-                      "evaluate only tasks whose name contains this, or is exactly it when some task "
-                      "has that name (comma-separated list)");
-      sub->add_option("--jobs", f->jobs,
-                      "at most this many evaluations in flight (timing is still exclusive; --mem-budget "
-                      "may allow fewer)");
-      sub->add_option("--perf-trials", f->perf_trials, "timed calls");
-      sub->add_option("--correct-trials", f->correct_trials, "correctness trials");
-      sub->add_option("--timeout", f->timeout, "per-evaluation limit in seconds");
-      sub->add_option("--out", f->out, "write raw results here (JSON)");
-      sub->add_option(
-          "--mem-budget", f->mem_budget_gb,
-          "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
-      return [f]() -> int {
-        const std::string device =
-            f->device.empty() ? (::access("/dev/nvidia0", F_OK) == 0 ? "cuda" : "cpu") : f->device;
-        std::vector<SuiteItem> items;
-        kgym::Status s = FindSolutions(*f, &items);
-        if (s.ok() && items.empty()) s = kgym::Status::NotFound("no solutions found under " + f->tasks);
-        if (!s.ok()) {
-          std::cerr << "kgym suite: " << s.ToString() << "\n";
-          return 2;
-        }
-        std::unique_ptr<kgym::Evaluator> ev;
-        s = kgym::CreateEvaluatorWithBudget({}, kgym::MemoryBudgetFromFlag(f->mem_budget_gb), "kgym suite", &ev);
-        if (s.ok()) s = RunItems(*f, device, ev.get(), &items);
-        if (!s.ok()) {
-          std::cerr << "kgym suite: " << s.ToString() << "\n";
-          return 1;
-        }
-        return PrintReport(*f, device, items, ev.get());
-      };
-    });
+KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task suite and print a table",
+                      [](CLI::App* sub) -> kgym::cli::CommandRunner {
+                        auto f = std::make_shared<SuiteFlags>();
+                        sub->add_option("--tasks", f->tasks, "suite directory (levelN/ and solutions/levelN/)");
+                        sub->add_option("--device", f->device, "cpu or cuda (default: cuda when a GPU is visible)");
+                        sub->add_option("--gpu", f->device_index, "GPU index");
+                        sub->add_option("--size", f->size, "task size (KGYM_TASK_SIZE), e.g. small");
+                        sub->add_option("--kinds", f->kinds, "comma-separated solution kinds");
+                        sub->add_option("--only", f->only,
+                                        "evaluate only tasks whose name contains this, or is exactly it when some task "
+                                        "has that name (comma-separated list)");
+                        sub->add_option(
+                            "--jobs", f->jobs,
+                            "at most this many evaluations in flight (timing is still exclusive; --mem-budget "
+                            "may allow fewer)");
+                        sub->add_option("--perf-trials", f->perf_trials, "timed calls");
+                        sub->add_option("--correct-trials", f->correct_trials, "correctness trials");
+                        sub->add_option("--timeout", f->timeout, "per-evaluation limit in seconds");
+                        sub->add_option("--out", f->out, "write raw results here (JSON)");
+                        kgym::cli::AddMemBudgetFlag(sub, &f->mem_budget_gb);
+                        return [f]() -> int {
+                          const std::string device =
+                              f->device.empty() ? (::access("/dev/nvidia0", F_OK) == 0 ? "cuda" : "cpu") : f->device;
+                          std::vector<SuiteItem> items;
+                          kgym::Status s = FindSolutions(*f, &items);
+                          if (s.ok() && items.empty())
+                            s = kgym::Status::NotFound("no solutions found under " + f->tasks);
+                          if (!s.ok()) {
+                            std::cerr << "kgym suite: " << s.ToString() << "\n";
+                            return 2;
+                          }
+                          std::unique_ptr<kgym::Evaluator> ev;
+                          s = kgym::CreateEvaluatorWithBudget({}, kgym::MemoryBudgetFromFlag(f->mem_budget_gb),
+                                                              "kgym suite", &ev);
+                          if (s.ok()) s = RunItems(*f, device, ev.get(), &items);
+                          if (!s.ok()) {
+                            std::cerr << "kgym suite: " << s.ToString() << "\n";
+                            return 1;
+                          }
+                          return PrintReport(*f, device, items, ev.get());
+                        };
+                      });
 }  // namespace

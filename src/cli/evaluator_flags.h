@@ -8,15 +8,20 @@
 
 namespace kgym::cli {
 
+// Host memory (GB) the evaluations in flight may hold (sched/admission.h); also `kgym suite`'s.
+inline void AddMemBudgetFlag(CLI::App* sub, double* gb) {
+  sub->add_option(
+      "--mem-budget", *gb,
+      "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
+}
+
 inline void AddEvaluatorFlags(CLI::App* sub, EvaluatorChoice* c) {
   sub->add_option("--evaluator", c->kind, "real, or simulated (serving-path benchmarks only)")
       ->check(CLI::IsMember({"real", "simulated"}));
   sub->add_option("--sim-sleep", c->sim_sleep_s, "simulated evaluation time in seconds");
   sub->add_option("--sim-journal", c->sim_journal, "simulated evaluator: append start/end lines here");
   sub->add_flag("--unsafe-no-sandbox", c->unsafe_no_sandbox, "evaluate without the sandbox");
-  sub->add_option(
-      "--mem-budget", c->mem_budget_gb,
-      "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
+  AddMemBudgetFlag(sub, &c->mem_budget_gb);
   sub->add_option("--spare-workers", c->spare_workers,
                   "candidate workers per sandbox policy kept started ahead of need (0 = none)")
       ->check(CLI::Range(0, 64));
