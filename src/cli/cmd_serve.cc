@@ -19,7 +19,7 @@ void OnStopSignal(int sig) { g_stop_signal = sig; }
 struct ServeFlags {
   std::string host = "127.0.0.1", gpus = "auto", store = "kgym-store.sqlite", redis, prefix = "kgym";
   std::string mode = "default", token_file, sync = "normal";
-  int port = 10907, slots_per_gpu = 4, cpu_slots = 2, threads = 512, max_retries = 2;
+  int port = 10907, slots_per_gpu = 4, cpu_slots = 2, threads = 512, max_retries = 2, lookahead = 1;
   double ttl = 7 * 24 * 3600.0, drain_timeout = 120, backoff = 1.0;
   kgym::EvaluatorChoice evaluator;
   std::vector<std::string> runs;
@@ -69,6 +69,7 @@ int RunServe(const ServeFlags& f) {
     kgym::SchedulerOptions opt;
     opt.max_retries = f.max_retries;
     opt.retry_backoff_s = f.backoff;
+    opt.reference_lookahead = f.lookahead;
     s = kgym::ParseDeviceList(gpus, available, f.slots_per_gpu, f.cpu_slots, &opt.devices);
     if (!s.ok()) {
       std::fprintf(stderr, "kgym serve: %s\n", s.ToString().c_str());
@@ -131,6 +132,9 @@ KGYM_REGISTER_COMMAND(
       sub->add_option("--token-file", f->token_file, "require Authorization: Bearer <first line of this file>");
       sub->add_option("--slots-per-gpu", f->slots_per_gpu, "evaluations in flight per GPU (timing stays exclusive)");
       sub->add_option("--cpu-slots", f->cpu_slots, "evaluations in flight on the CPU device");
+      sub->add_option("--reference-lookahead", f->lookahead,
+                      "threads per device preparing the references of queued jobs ahead of them (0 = none)")
+          ->check(CLI::Range(0, 8));
       sub->add_option("--http-threads", f->threads, "connection threads (clients blocked in POST /evaluate)");
       sub->add_option("--result-ttl", f->ttl, "seconds a finished result is kept");
       sub->add_option("--drain-timeout", f->drain_timeout, "seconds SIGTERM waits for running evaluations");

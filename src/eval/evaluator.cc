@@ -73,6 +73,7 @@ class EvaluatorImpl : public Evaluator, public WorkerSource {
   std::vector<std::string> Devices() const override;
   EvalResult Evaluate(const EvalRequest& req, const ProgressFn& progress, const std::atomic<bool>* cancel) override;
   void CancelAll() override { cancel_all_ = true; }
+  void PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel) override;
   std::vector<std::pair<std::string, uint64_t>> CachedReferences() override { return references_.Held(); }
 
   Status StartReference(const EvalRequest& req, Clock::time_point deadline,
@@ -88,10 +89,16 @@ class EvaluatorImpl : public Evaluator, public WorkerSource {
               std::unique_ptr<WorkerSession>* out) {
     return WorkerSession::Start(zygote_.get(), {{"role", role}, {"policy", policy}}, deadline, out);
   }
-  // Reference data, from the cache or a pristine worker; a reference that failed says so in its error_kind.
-  std::shared_ptr<const ReferenceData> Reference(const EvalRequest& req, const Deadline& dl, const RunContext& ctx) {
+  // Reference data, from the cache or a pristine worker; a reference that failed says so in its error_kind. Its
+  // note "reference_prepared_by" says who computed it: "evaluation" or "look-ahead" (PrepareReference).
+  std::shared_ptr<const ReferenceData> Reference(const EvalRequest& req, const Deadline& dl, const RunContext& ctx,
+                                                 const char* prepared_by) {
     const std::string key = ReferenceKey(req);
-    return references_.Get(key, [&] { return RunReference(req, key, dl, ctx); });
+    return references_.Get(key, [&] {
+      auto data = RunReference(req, key, dl, ctx);
+      data->notes["reference_prepared_by"] = prepared_by;
+      return data;
+    });
   }
 
   EvaluatorOptions opt_;
@@ -168,13 +175,26 @@ Status EvaluatorImpl::StartCandidate(const EvalRequest& req, const std::string& 
   return Fork(role::kCandidate, policy, deadline, out);
 }
 
+bool DefinesEntryPoint(const EvalRequest& req) {
+  return req.reference_code.find("class " + req.entry_point) != std::string::npos;
+}
+
+Deadline DeadlineFrom(Clock::time_point t0, double timeout_s) {
+  return {t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s)), timeout_s};
+}
+
+void EvaluatorImpl::PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel) {
+  if (cancel_all_ || (cancel && cancel->load()) || !DefinesEntryPoint(req)) return;
+  const RunContext ctx{this, &timing_, &ext_cache_, &cancel_all_, secret_, opt_.sandbox};
+  Reference(req, DeadlineFrom(Clock::now(), req.timeout_s), ctx, "look-ahead");
+}
+
 EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& progress,
                                    const std::atomic<bool>* cancel) {
   EvalResult r;
   r.task_id = req.task_id;
   const Clock::time_point t0 = Clock::now();
-  const Deadline dl{t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(req.timeout_s)),
-                    req.timeout_s};
+  const Deadline dl = DeadlineFrom(t0, req.timeout_s);
   auto& md = r.metadata;
   md["device"] = TimingLock::DeviceOf(req);
   md["backend"] = req.backend;
@@ -189,14 +209,14 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
   };
   if (cancel_all_) return cancelled("cancelled (the evaluator is shutting down)");
   PhaseClock clock(t0, &md, progress);
-  if (req.reference_code.find("class " + req.entry_point) == std::string::npos) {
+  if (!DefinesEntryPoint(req)) {
     Verdict{Outcome::kInvalid, "the reference code defines no class " + req.entry_point, "VALIDATION_ERROR"}.ApplyTo(
         &r);
     return r;
   }
   const RunContext ctx{this, &timing_, &ext_cache_, &cancel_all_, secret_, opt_.sandbox};
   clock.Advance("reference");
-  auto ref = Reference(req, dl, ctx);
+  auto ref = Reference(req, dl, ctx, "evaluation");
   md["reference_cache_key"] = ref->key;
   uint64_t outs = 0;  // what this evaluation holds in this process, for memory admission (sched/admitted_evaluator.h)
   for (const auto& t : ref->trials)

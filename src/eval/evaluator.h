@@ -66,6 +66,15 @@ class Evaluator {
   virtual EvalResult Evaluate(const EvalRequest& req, const ProgressFn& progress = {},
                               const std::atomic<bool>* cancel = nullptr) = 0;
 
+  // Computes the reference data of `req` (device and device_index filled in) into the reference cache ahead of the
+  // evaluations that will need it, or waits for a computation of it already under way; returns when the data is
+  // there or its computation failed (a failure is not kept: the evaluations meet it again). `cancel` ends a wait
+  // for memory (sched/admitted_evaluator.h). The default does nothing.
+  virtual void PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel = nullptr) {
+    (void)req;
+    (void)cancel;
+  }
+
   // For the end of a process (a server's shutdown): every running evaluation's workers are killed now, reference
   // runs included (they are shared by every request for that reference, so a single request's cancel leaves them
   // running), and later evaluations fail at once. The default does nothing.

@@ -99,6 +99,11 @@ std::unique_ptr<MemoryAdmission::Ticket> MemoryAdmission::AdmitConfig(const std:
   return AdmitEntry(Entry{0, config_key, Footprint{}, label, 0, false}, cancel, on_wait);
 }
 
+std::unique_ptr<MemoryAdmission::Ticket> MemoryAdmission::AdmitReference(const std::string& config_key,
+                                                                         const std::atomic<bool>* cancel) {
+  return AdmitEntry(Entry{0, config_key, Footprint{}, "a reference prepared ahead", 0, false, false}, cancel, {});
+}
+
 void MemoryAdmission::Learn(const std::string& config_key, const Footprint& m) {
   if (!m.known) return;
   std::lock_guard<std::mutex> l(mu_);
@@ -162,16 +167,21 @@ std::unique_ptr<MemoryAdmission::Ticket> MemoryAdmission::AdmitEntry(Entry entry
   std::string label = me->label;
   uint64_t own = fp.known ? fp.Total() : UnknownBytes();
   bool oversized = opt_.budget_bytes > 0 && own > opt_.budget_bytes;
+  const bool evaluation = me->evaluation;
   waiting_.erase(me);
   double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ++counters_.admitted_total;
-  if (waited) {
-    ++counters_.waited_total;
-    counters_.wait_seconds_total += waited_s;
+  if (!evaluation) {
+    ++counters_.references_total;
+  } else {
+    ++counters_.admitted_total;
+    if (waited) {
+      ++counters_.waited_total;
+      counters_.wait_seconds_total += waited_s;
+    }
+    if (oversized) ++counters_.oversized_total;
   }
-  if (oversized) ++counters_.oversized_total;
   l.unlock();
-  if (oversized && opt_.log_oversized)
+  if (oversized && evaluation && opt_.log_oversized)
     std::fprintf(stderr,
                  "kgym: memory admission: %s needs about %s, more than the memory budget of %s; running it "
                  "alone\n",

@@ -66,9 +66,10 @@ struct AdmissionStats {
   uint64_t resident_bytes = 0;  // of which held outside evaluations (reference cache)
   int64_t in_flight = 0, waiting = 0, unknown_in_flight = 0;
   int64_t admitted_total = 0;
-  int64_t waited_total = 0;     // admissions that had to wait
-  int64_t oversized_total = 0;  // admitted alone because larger than the budget
-  int64_t cancelled_total = 0;  // gave up waiting (cancel flag)
+  int64_t waited_total = 0;      // admissions that had to wait
+  int64_t oversized_total = 0;   // admitted alone because larger than the budget
+  int64_t cancelled_total = 0;   // gave up waiting (cancel flag)
+  int64_t references_total = 0;  // AdmitReference()s, in none of the counts above
   double wait_seconds_total = 0;
 };
 
@@ -106,6 +107,9 @@ class MemoryAdmission {
   std::unique_ptr<Ticket> AdmitConfig(const std::string& config_key, const std::string& label,
                                       const std::atomic<bool>* cancel = nullptr,
                                       const std::function<void()>& on_wait = {});
+  // AdmitConfig() for computing the reference data of `config_key` ahead of its evaluations (the scheduler's
+  // look-ahead): admitted and reserved alike, but counted in references_total only, never as an evaluation.
+  std::unique_ptr<Ticket> AdmitReference(const std::string& config_key, const std::atomic<bool>* cancel);
   // Records a measured footprint for `config_key`; later admissions of that key reserve the largest one seen.
   void Learn(const std::string& config_key, const Footprint& measured);
   // Records an estimate for `config_key` made before any evaluation of it has finished (once its reference data is
@@ -126,6 +130,7 @@ class MemoryAdmission {
     std::string label;
     int bypassed = 0;
     bool admitted = false;
+    bool evaluation = true;  // false: AdmitReference()
   };
   uint64_t UnknownBytes() const;
   // Reserved bytes with the in-flight set plus `extra` (may be null); fills *resident when given.

@@ -307,6 +307,11 @@ class FakeEvaluator : public Evaluator {
     --running_;
     return r;
   }
+  void PrepareReference(const EvalRequest& req, const std::atomic<bool>*) override {
+    std::lock_guard<std::mutex> l(mu_);
+    held_key_ = ReferenceKey(req);
+    prepared_++;
+  }
   std::vector<std::string> Devices() const override { return {"cpu"}; }
   std::vector<std::pair<std::string, uint64_t>> CachedReferences() override {
     std::lock_guard<std::mutex> l(mu_);
@@ -316,6 +321,7 @@ class FakeEvaluator : public Evaluator {
   std::atomic<int> running_{0}, max_running_{0};
   int sleep_ms_ = 20;
   bool reports_reference_ = false;
+  int prepared_ = 0;
   std::mutex mu_;
   std::string held_key_;
 };
@@ -398,6 +404,31 @@ TEST(AdmittedEvaluator, QueuedOnesStartOnceTheFirstsReferenceExists) {
   EXPECT_EQ(second.metadata["memory_admission"]["reserved_bytes"], 1800);
   EvalResult c = ev.Evaluate(Request());
   EXPECT_EQ(c.metadata["memory_admission"]["reserved_bytes"], 900);
+}
+
+// A reference prepared ahead (the scheduler's look-ahead) is admitted as the configuration's unknown one and leaves
+// an estimate from its data (600 shared + 2 x 600): the configuration's first evaluation is admitted on it.
+TEST(AdmittedEvaluator, PreparedReferenceLeavesAnEstimate) {
+  auto fake = std::make_unique<FakeEvaluator>();
+  FakeEvaluator* raw = fake.get();
+  AdmittedEvaluator ev(std::move(fake), Budget(100000));
+  ev.PrepareReference(Request());
+  EXPECT_EQ(raw->prepared_, 1);
+  AdmissionStats s;
+  ev.Admission(&s);
+  EXPECT_EQ(s.in_flight, 0);  // the look-ahead's reservation is gone
+  EXPECT_EQ(s.references_total, 1);
+  EXPECT_EQ(s.admitted_total, 0);  // it is no evaluation
+  EvalResult r = ev.Evaluate(Request());
+  EXPECT_EQ(r.metadata["memory_admission"]["footprint_known"], true);
+  EXPECT_EQ(r.metadata["memory_admission"]["reserved_bytes"], 1800);
+  std::atomic<bool> cancel{true};
+  raw->sleep_ms_ = 1000;
+  auto blocker = std::async(std::launch::async, [&] { return ev.Evaluate(Request("large")); });  // unknown, runs
+  for (int i = 0; i < 200 && (ev.Admission(&s), s.in_flight) == 0; ++i) std::this_thread::sleep_for(5ms);
+  ev.PrepareReference(Request("huge"), &cancel);  // unknown while another unknown runs: gives up on the cancel
+  EXPECT_EQ(raw->prepared_, 1);
+  blocker.get();
 }
 
 TEST(AdmittedEvaluator, CancelWhileWaitingRunsNothing) {

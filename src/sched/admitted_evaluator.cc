@@ -95,6 +95,14 @@ EvalResult AdmittedEvaluator::Evaluate(const EvalRequest& req, const ProgressFn&
   return r;
 }
 
+void AdmittedEvaluator::PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel) {
+  const std::string key = FootprintKey(req);
+  auto ticket = admission_.AdmitReference(key, cancel);
+  if (!ticket) return;
+  inner_->PrepareReference(req, cancel);
+  if (!ticket->footprint_known()) admission_.Estimate(key, EstimateFromReference(key));
+}
+
 bool AdmittedEvaluator::Admission(AdmissionStats* out) {
   *out = admission_.Stats();
   return true;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <tuple>
 
 namespace kgym {
@@ -90,7 +91,25 @@ struct Scheduler::Device {
   Queue pinned;
   int running = 0;
   double busy_since = 0, busy_total = 0, started_at = 0;
+  std::set<std::string> looked_ahead;  // reference keys the look-ahead has prepared or is preparing
+  int64_t prepared = 0;
+  double prepare_s = 0;
 };
+
+namespace {
+
+// The request as it runs on `device` ("cpu" or "cuda:N").
+EvalRequest OnDevice(EvalRequest req, const std::string& device) {
+  if (device == "cpu") {
+    req.device = "cpu";
+  } else {
+    req.device = "cuda";
+    req.device_index = std::atoi(device.c_str() + 5);
+  }
+  return req;
+}
+
+}  // namespace
 
 Scheduler::Scheduler(Evaluator* evaluator, SchedulerOptions options, SchedulerListener* listener)
     : evaluator_(evaluator), options_(std::move(options)), listener_(listener), shared_(new Queue) {
@@ -112,6 +131,8 @@ void Scheduler::Start() {
   for (auto& dev : devices_) {
     dev->started_at = now;
     for (int i = 0; i < dev->slots; ++i) threads_.emplace_back([this, d = dev.get()] { SlotLoop(d); });
+    for (int i = 0; i < options_.reference_lookahead; ++i)
+      threads_.emplace_back([this, d = dev.get()] { LookaheadLoop(d); });
   }
 }
 
@@ -140,6 +161,7 @@ Status Scheduler::Submit(SchedJob job) {
     Enqueue(std::move(e));
   }
   cv_.notify_one();
+  lookahead_cv_.notify_all();
   return Status::Ok();
 }
 
@@ -213,6 +235,7 @@ void Scheduler::SlotLoop(Device* dev) {
     if (!draining_ && PopFor(dev, &e)) {
       if (dev->running++ == 0) dev->busy_since = SteadyNow();
       running_.emplace(e->job.id, e.get());
+      lookahead_cv_.notify_all();  // the look-ahead's window moved on
       l.unlock();
       RunOne(dev, std::move(e));
       l.lock();
@@ -227,6 +250,44 @@ void Scheduler::SlotLoop(Device* dev) {
     } else {
       cv_.wait(l);
     }
+  }
+}
+
+// The first of the next `slots` jobs this device would take (its pinned queue and the shared one, in queue order)
+// whose reference configuration the look-ahead has not asked for yet, as it would run here.
+bool Scheduler::NextToPrepare(Device* dev, EvalRequest* out) {
+  auto a = dev->pinned.entries.begin(), b = shared_->entries.begin();
+  for (int seen = 0; seen < dev->slots; ++seen) {
+    const bool more_a = a != dev->pinned.entries.end(), more_b = b != shared_->entries.end();
+    if (!more_a && !more_b) return false;
+    auto& it = more_a && (!more_b || a->first < b->first) ? a : b;
+    EvalRequest req = OnDevice(it->second->job.request, dev->name);
+    ++it;
+    if (dev->looked_ahead.size() > 4096) dev->looked_ahead.clear();  // a long-lived server's old tasks
+    if (dev->looked_ahead.insert(ReferenceKey(req)).second) {
+      *out = std::move(req);
+      return true;
+    }
+  }
+  return false;
+}
+
+void Scheduler::LookaheadLoop(Device* dev) {
+  std::unique_lock<std::mutex> l(mu_);
+  for (;;) {
+    if (stopping_) return;
+    EvalRequest req;
+    if (draining_ || !NextToPrepare(dev, &req)) {
+      lookahead_cv_.wait(l);
+      continue;
+    }
+    l.unlock();
+    const double t0 = SteadyNow();
+    evaluator_->PrepareReference(req, &lookahead_cancel_);
+    const double took = SteadyNow() - t0;
+    l.lock();
+    dev->prepared++;
+    dev->prepare_s += took;
   }
 }
 
@@ -253,13 +314,7 @@ void Scheduler::RunOne(Device* dev, std::unique_ptr<Entry> e) {
     res.error_code = "TIMEOUT_ERROR";
     res.error_message = "the request's deadline passed before its evaluation could start";
   } else {
-    EvalRequest req = job.request;
-    if (dev->name == "cpu") {
-      req.device = "cpu";
-    } else {
-      req.device = "cuda";
-      req.device_index = std::atoi(dev->name.c_str() + 5);
-    }
+    EvalRequest req = OnDevice(job.request, dev->name);
     req.timeout_s = std::min(req.timeout_s, left);
     job.attempts++;
     listener_->OnStarted(job, dev->name, job.attempts);
@@ -314,6 +369,7 @@ int Scheduler::Drain(double timeout_s) {
   std::unique_lock<std::mutex> l(mu_);
   draining_ = true;
   cv_.notify_all();
+  lookahead_cv_.notify_all();
   idle_cv_.wait_for(l, std::chrono::duration<double>(timeout_s), [this] { return running_.empty(); });
   return static_cast<int>(running_.size());
 }
@@ -322,10 +378,12 @@ void Scheduler::Stop() {
   {
     std::lock_guard<std::mutex> l(mu_);
     stopping_ = true;
+    lookahead_cancel_ = true;
     for (auto& [id, e] : running_) e->cancel = true;
   }
   evaluator_->CancelAll();  // reference runs too: they watch no single job's cancel
   cv_.notify_all();
+  lookahead_cv_.notify_all();
   for (auto& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();
@@ -349,6 +407,8 @@ SchedulerStats Scheduler::Stats() const {
     d.running = dev->running;
     d.busy_s = dev->busy_total + (dev->running > 0 ? now - dev->busy_since : 0);
     d.uptime_s = started_ ? now - dev->started_at : 0;
+    d.references_prepared = dev->prepared;
+    d.reference_prepare_s = dev->prepare_s;
     s.devices.push_back(d);
   }
   return s;

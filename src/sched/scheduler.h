@@ -10,6 +10,12 @@
 // running evaluation's cancel flag. Infrastructure failures (outcome "invalid" with error_code SYSTEM_ERROR)
 // are retried with exponential backoff up to max_retries times; failures of the candidate never are.
 //
+// Reference look-ahead: each device has `reference_lookahead` threads that prepare the reference data of the jobs
+// next in its queues (the next `slots` of them, in queue order) through Evaluator::PrepareReference, each reference
+// configuration once, so the evaluations of a task that waits behind another one find its reference ready instead
+// of all waiting for it when they start (the device's timing lock would idle meanwhile). The look-ahead takes no
+// slot; a job that starts while its reference is still being prepared waits for that computation, not a second one.
+//
 // Thread-safe. Listener callbacks run on slot threads (or the caller's thread for Cancel of a queued job)
 // without scheduler locks held; they must not block for long.
 #pragma once
@@ -67,6 +73,7 @@ struct SchedulerOptions {
   int max_retries = 2;
   double retry_backoff_s = 1.0;  // first retry delay; doubles each time
   double retry_backoff_max_s = 30.0;
+  int reference_lookahead = 1;  // look-ahead threads per device (0 = none)
 };
 
 // Parses "--gpus": "none" -> cpu, "all" -> every entry of `available` that is a cuda device, "0,2" -> cuda:0,
@@ -92,6 +99,8 @@ struct SchedulerStats {
     int running = 0;
     double busy_s = 0;  // wall time with at least one evaluation in flight
     double uptime_s = 0;
+    int64_t references_prepared = 0;  // by the reference look-ahead
+    double reference_prepare_s = 0;
   };
   std::vector<Device> devices;
 };
@@ -124,13 +133,16 @@ class Scheduler {
   void RunOne(Device* dev, std::unique_ptr<Entry> e);
   void Enqueue(std::unique_ptr<Entry> e);
   void RecordPhase(Entry* e, const std::string& phase);
+  void LookaheadLoop(Device* dev);
+  bool NextToPrepare(Device* dev, EvalRequest* out);  // mu_ held
 
   Evaluator* evaluator_;
   SchedulerOptions options_;
   SchedulerListener* listener_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_, idle_cv_;
+  std::condition_variable cv_, idle_cv_, lookahead_cv_;
+  std::atomic<bool> lookahead_cancel_{false};  // Stop(): ends the look-ahead's waits for memory
   bool started_ = false, stopping_ = false, draining_ = false;
   uint64_t seq_ = 0;
   std::unique_ptr<Queue> shared_;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <thread>
 
 #include "eval/simulated_evaluator.h"
@@ -203,6 +204,79 @@ TEST(Scheduler, DrainWaitsForRunningAndLeavesQueued) {
   EXPECT_EQ(s.Drain(10), 0);
   EXPECT_EQ(li.finished, (std::vector<std::string>{"a"}));
   EXPECT_EQ(s.Stats().queued, 1);
+}
+
+// Records the look-ahead's PrepareReference calls; the evaluation of job `gated_job` waits (up to 5 s) until the
+// reference of task `awaited_task` has been prepared, and notes whether it was.
+class LookaheadEvaluator : public Evaluator {
+ public:
+  void PrepareReference(const EvalRequest& req, const std::atomic<bool>*) override {
+    std::lock_guard<std::mutex> l(mu);
+    prepared[req.reference_code]++;
+    prepared_on[req.reference_code] = req.device;
+    cv.notify_all();
+  }
+  EvalResult Evaluate(const EvalRequest& req, const ProgressFn&, const std::atomic<bool>*) override {
+    std::unique_lock<std::mutex> l(mu);
+    started_with_reference[req.task_id] = prepared.count(req.reference_code) > 0;
+    if (req.task_id == gated_job)
+      saw_awaited = cv.wait_for(l, std::chrono::seconds(5), [&] { return prepared.count(awaited_task) > 0; });
+    EvalResult r;
+    r.task_id = req.task_id;
+    r.outcome = Outcome::kCorrect;
+    return r;
+  }
+  std::vector<std::string> Devices() const override { return {"cpu"}; }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string gated_job, awaited_task;
+  bool saw_awaited = false;
+  std::map<std::string, int> prepared;
+  std::map<std::string, std::string> prepared_on;
+  std::map<std::string, bool> started_with_reference;
+};
+
+SchedJob TaskJob(const std::string& id, const std::string& task) {
+  SchedJob j = Job(id);
+  j.request.reference_code = task;  // the reference configuration (ReferenceKey) differs by task
+  return j;
+}
+
+TEST(Scheduler, LookaheadPreparesTheNextTasksReferenceWhileEarlierJobsRun) {
+  LookaheadEvaluator ev;
+  ev.gated_job = "a2";
+  ev.awaited_task = "B";
+  RecordingListener li;
+  SchedulerOptions o;
+  o.devices = {{"cpu", 1}};
+  Scheduler s(&ev, o, &li);
+  for (auto [id, task] : {std::pair{"a1", "A"}, {"a2", "A"}, {"b1", "B"}, {"b2", "B"}})
+    ASSERT_TRUE(s.Submit(TaskJob(id, task)).ok());
+  s.Start();
+  ASSERT_TRUE(li.WaitFinished(4));
+  s.Stop();
+  // With one slot, b1 is among the next jobs only once a2 runs; a2 (task A) waits until B's reference is prepared.
+  EXPECT_TRUE(ev.saw_awaited);
+  EXPECT_TRUE(ev.started_with_reference["b1"]);
+  EXPECT_EQ(ev.prepared["B"], 1);  // once per configuration, not per job
+  EXPECT_LE(ev.prepared["A"], 1);
+  EXPECT_EQ(ev.prepared_on["B"], "cpu");  // as the job will run there
+  EXPECT_GE(s.Stats().devices[0].references_prepared, 1);
+}
+
+TEST(Scheduler, NoLookaheadWhenTurnedOff) {
+  LookaheadEvaluator ev;
+  RecordingListener li;
+  SchedulerOptions o;
+  o.devices = {{"cpu", 1}};
+  o.reference_lookahead = 0;
+  Scheduler s(&ev, o, &li);
+  for (auto [id, task] : {std::pair{"a1", "A"}, {"b1", "B"}, {"c1", "C"}})
+    ASSERT_TRUE(s.Submit(TaskJob(id, task)).ok());
+  s.Start();
+  ASSERT_TRUE(li.WaitFinished(3));
+  s.Stop();
+  EXPECT_TRUE(ev.prepared.empty());
 }
 
 }  // namespace

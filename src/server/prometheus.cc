@@ -39,6 +39,12 @@ std::string PrometheusText(const ServiceStats& st) {
   for (const auto& d : s.devices)
     o << "kgym_device_busy_fraction{device=\"" << d.name << "\"} " << (d.uptime_s > 0 ? d.busy_s / d.uptime_s : 0)
       << "\n";
+  metric("kgym_references_prepared_total", "counter", "References the look-ahead prepared ahead of their jobs.");
+  for (const auto& d : s.devices)
+    o << "kgym_references_prepared_total{device=\"" << d.name << "\"} " << d.references_prepared << "\n";
+  metric("kgym_reference_prepare_seconds_total", "counter", "Time the look-ahead spent preparing references.");
+  for (const auto& d : s.devices)
+    o << "kgym_reference_prepare_seconds_total{device=\"" << d.name << "\"} " << d.reference_prepare_s << "\n";
   if (const auto& m = st.dispatch.memory) {
     scalar("kgym_memory_budget_bytes", "gauge", "Host memory the evaluations in flight may hold (--mem-budget).",
            m->budget_bytes);

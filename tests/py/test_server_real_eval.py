@@ -1,6 +1,7 @@
 """`kgym serve --gpus none` with the real evaluator on the CPU: an inline ReLU reference, a correct candidate,
 a wrong one and one that does not compile, through the KernelGYM endpoints in both modes."""
 import os
+import re
 
 import pytest
 
@@ -72,3 +73,27 @@ def test_sigterm_cuts_a_hanging_reference_short(tmp_path):
         assert s.proc.wait(60) == 0  # raises TimeoutExpired if shutdown waits for the reference
     finally:
         s.kill()
+
+
+def test_reference_lookahead_prepares_the_next_tasks_reference(tmp_path):
+    """One CPU slot, two tasks queued one behind the other: while task A's evaluation runs, the scheduler's look-ahead
+    computes task B's reference, so B's evaluation finds it made ("reference_prepared_by": "look-ahead") and does not
+    start its reference worker itself. With --reference-lookahead 0, B computes its own."""
+    ref_b = REF.replace("torch.randn(64, 64)", "torch.randn(32, 96)")
+    for lookahead, want in (("1", "look-ahead"), ("0", "evaluation")):
+        (tmp_path / lookahead).mkdir()
+        s = Server(tmp_path / lookahead, "--gpus", "none", "--cpu-slots", "1", "--reference-lookahead", lookahead)
+        try:
+            for tid, ref in (("la-a", REF), ("la-b", ref_b)):
+                assert s.post("/v1/evaluations", small(tid, KERNEL_OK) | {"reference_code": ref}).status == 202
+            a = s.get("/v1/evaluations/la-a?wait=240", timeout=300).json()
+            b = s.get("/v1/evaluations/la-b?wait=240", timeout=300).json()
+            if "SYSTEM_ERROR" in (a["result"].get("error_code"), b["result"].get("error_code")):
+                pytest.skip("evaluator infrastructure unavailable here")
+            assert a["result"]["outcome"] == b["result"]["outcome"] == "correct", (a, b)
+            assert b["result"]["metadata"]["reference_prepared_by"] == want
+            prom = s.get("/v1/metrics").body
+            prepared = float(re.search(r'kgym_references_prepared_total\{device="cpu"\} ([\d.]+)', prom).group(1))
+            assert (prepared >= 1) == (lookahead == "1"), prom
+        finally:
+            s.kill()
