@@ -233,30 +233,38 @@ def feed(url, mix, args, budget_s, runner, setting, task_prefix, body_fn, verdic
 
 # ----- kgym -----
 
+# Runner options: kgym:<slots>[:<option><N>]..., each a kgym serve flag (an A/B of one flag in one run).
+KGYM_OPTIONS = {"spares": ("spare_workers", "--spare-workers"), "lookahead": ("reference_lookahead",
+                                                                             "--reference-lookahead")}
+
+
 def kgym_setting(name, default_slots):
-    """kgym:<slots>[:spares<N>] -> {"slots": slots[, "spare_workers": N]} (N: kgym serve --spare-workers)."""
+    """kgym:<slots>[:spares<N>][:lookahead<N>] -> {"slots": slots[, "spare_workers": N][, "reference_lookahead": N]}."""
     parts = name.split(":")
     setting = {"slots": int(parts[1]) if len(parts) > 1 and parts[1] else default_slots}
     for p in parts[2:]:
-        if not p.startswith("spares"):
-            raise ValueError("unknown kgym runner option %r in %r (kgym:<slots>[:spares<N>])" % (p, name))
-        setting["spare_workers"] = int(p[len("spares"):])
+        opt = next((o for o in KGYM_OPTIONS if p.startswith(o) and p[len(o):].isdigit()), None)
+        if opt is None:
+            raise ValueError("unknown kgym runner option %r in %r (kgym:<slots>[:%s])"
+                             % (p, name, "][:".join(o + "<N>" for o in KGYM_OPTIONS)))
+        setting[KGYM_OPTIONS[opt][0]] = int(p[len(opt):])
     return setting
 
 
 def kgym_tag(setting):
-    """A setting in file names and task ids: "16", "16-spares4"."""
-    spares = setting.get("spare_workers")
-    return "%d" % setting["slots"] + ("-spares%d" % spares if spares is not None else "")
+    """A setting in file names and task ids: "16", "16-spares4", "16-lookahead0"."""
+    return "%d" % setting["slots"] + "".join("-%s%d" % (o, setting[key]) for o, (key, _) in KGYM_OPTIONS.items()
+                                             if setting.get(key) is not None)
 
 
 def start_kgym(args, setting, tmp):
-    slots, spares, tag = setting["slots"], setting.get("spare_workers"), kgym_tag(setting)
+    slots, tag = setting["slots"], kgym_tag(setting)
     cmd = [args.bin, "serve", "--port", "0", "--store", os.path.join(tmp, "kgym-%s.sqlite" % tag),
            "--gpus", "none" if args.device == "cpu" else args.gpu, "--slots-per-gpu", str(slots),
            "--cpu-slots", str(slots), "--drain-timeout", "5"]
-    if spares is not None:
-        cmd += ["--spare-workers", str(spares)]
+    for key, flag in KGYM_OPTIONS.values():
+        if setting.get(key) is not None:
+            cmd += [flag, str(setting[key])]
     log = open(os.path.join(tmp, "kgym-serve-slots%s.log" % tag), "w")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
     line = proc.stdout.readline()

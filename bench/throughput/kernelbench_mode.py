@@ -4,7 +4,8 @@ summarises). Writes one JSON (command, commit, machine, date, every record, summ
 matplotlib is installed, a plot of evaluations per GPU-hour against kgym's slots.
 
   --runners kgym:4,kernelbench,kernelgym   what runs, in that order (kgym:<slots> may repeat: a sweep;
-                                            kgym:<slots>:spares<N> passes --spare-workers N)
+                                            kgym:<slots>:spares<N> passes --spare-workers N,
+                                            kgym:<slots>:lookahead<N> --reference-lookahead N)
   --budget kernelbench=150                  seconds a runner may take (stops submitting, later ones unfinished)
   --cap kernelgym=8                         at most N candidates for a runner, taken across the problems in turn
                                             (one whose queue could not finish the whole mix within any budget)

@@ -218,26 +218,32 @@ def test_level1_figure_is_wall_over_pure_gpu_work(kb_dir):
     assert fig["aggregate_ratio"] == pytest.approx(10.0 / (105 * 0.002 + 10 * 105 * 0.001))
 
 
-def test_kgym_runner_names_give_slots_and_spare_workers():
+def test_kgym_runner_names_give_slots_and_serve_options():
     assert kb_runners.kgym_setting("kgym:16", 4) == {"slots": 16}
     assert kb_runners.kgym_setting("kgym", 4) == {"slots": 4}
     assert kb_runners.kgym_setting("kgym:8:spares0", 4) == {"slots": 8, "spare_workers": 0}
-    with pytest.raises(ValueError):
-        kb_runners.kgym_setting("kgym:8:fast", 4)
+    assert kb_runners.kgym_setting("kgym:8:lookahead0:spares1", 4) == {
+        "slots": 8, "reference_lookahead": 0, "spare_workers": 1}
+    assert kb_runners.kgym_tag({"slots": 8, "reference_lookahead": 0, "spare_workers": 1}) == "8-spares1-lookahead0"
+    for bad in ("kgym:8:fast", "kgym:8:spares", "kgym:8:lookaheadx"):
+        with pytest.raises(ValueError):
+            kb_runners.kgym_setting(bad, 4)
     assert kb_runners.failed_run("kgym:8:spares2", [], "x")["setting"] == {"slots": 8, "spare_workers": 2}
 
 
 def test_cpu_dry_run_judges_every_kind_as_expected(kgym, kb_dir, tmp_path):
     out = tmp_path / "kb.json"
     cmd = [sys.executable, os.path.join(BENCH, "run_throughput.py"), "--bin", kgym, "--kernelbench", kb_dir,
-           "--level", "2", "--problems", "1", "--device", "cpu", "--size", "small", "--runners", "kgym:2,kgym:4:spares2",
+           "--level", "2", "--problems", "1", "--device", "cpu", "--size", "small", "--runners", "kgym:2,kgym:4:spares2:lookahead0",
            "--perf-trials", "5", "--timeout-candidate-s", "10", "--clients", "16", "--out", str(out)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=str(tmp_path))
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     d = json.loads(out.read_text())
     assert d["candidates"] == 16 and d["problems"] == ["1_linear_bias_gelu"]
-    assert [s["setting"] for s in d["summaries"]] == [{"slots": 2}, {"slots": 4, "spare_workers": 2}]
-    assert "--spare-workers 2" in d["runs"][1]["command"] and "--spare-workers" not in d["runs"][0]["command"]
+    assert [s["setting"] for s in d["summaries"]] == [
+        {"slots": 2}, {"slots": 4, "spare_workers": 2, "reference_lookahead": 0}]
+    assert "--spare-workers 2 --reference-lookahead 0" in d["runs"][1]["command"]
+    assert "--spare-workers" not in d["runs"][0]["command"]
     for run in d["runs"]:
         wrong = [(r["id"], r["verdict"], r["detail"]) for r in run["records"] if r["verdict"] != r["expected"]]
         assert not wrong, wrong
