@@ -132,11 +132,6 @@ class _Kept:
             return False
         with torch.no_grad():
             self.held[call] = [v.detach().clone() for v in values]
-            # The copies took blocks the device allocator had cached for the next call's own tensors; blocks of the
-            # same sizes made and freed here (outside any bracket) put them back, so that call finds them instead
-            # of allocating device memory inside its bracket.
-            refill = [torch.empty_like(v) for v in values if v.device.type == "cuda"]
-            del refill
         return True
 
     def give(self, call):

@@ -183,8 +183,10 @@ Deadline DeadlineFrom(Clock::time_point t0, double timeout_s) {
   return {t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s)), timeout_s};
 }
 
+// Skipped where the cache has no room for it (as large as its largest entry) without dropping another: that one may
+// be the reference of jobs still queued, which would then compute it again.
 void EvaluatorImpl::PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel) {
-  if (cancel_all_ || (cancel && cancel->load()) || !DefinesEntryPoint(req)) return;
+  if (cancel_all_ || (cancel && cancel->load()) || !DefinesEntryPoint(req) || !references_.RoomForAnother()) return;
   const RunContext ctx{this, &timing_, &ext_cache_, &cancel_all_, secret_, opt_.sandbox};
   Reference(req, DeadlineFrom(Clock::now(), req.timeout_s), ctx, "look-ahead");
 }
@@ -287,6 +289,7 @@ Status Evaluator::Create(const EvaluatorOptions& options, std::unique_ptr<Evalua
   }
   if (o.harness_path.empty()) return Status::NotFound("cannot find the kgym_harness package (set KGYM_HARNESS_PATH)");
   o.cupti_library = FindCuptiLibrary(o.cupti_library);
+  if (o.reference_cache_bytes == 0) o.reference_cache_bytes = size_t{8} << 30;
   auto impl = std::make_unique<EvaluatorImpl>(o);
   Status s = impl->Init();
   if (!s.ok()) return s;

@@ -34,8 +34,10 @@ struct EvaluatorOptions {
   bool sandbox = true;               // false only with --unsafe-no-sandbox
   int max_output_bytes = 64 * 1024;  // captured stdout/stderr tail kept per evaluation
   double default_memory_limit_gb = 16;
-  std::vector<std::string> hidden_paths;           // directories the candidate must not see (store, config, ...)
-  size_t reference_cache_bytes = size_t{8} << 30;  // reference inputs/outputs kept in memory, LRU beyond this
+  std::vector<std::string> hidden_paths;  // directories the candidate must not see (store, config, ...)
+  // Reference inputs/outputs kept in memory, least recently used dropped beyond this; 0 = 8 GiB (with a memory
+  // budget, CreateEvaluatorWithBudget makes it a quarter of the budget).
+  size_t reference_cache_bytes = 0;
   // Candidate workers per sandbox policy kept started ahead of need (sandbox set up, CUDA context made), so an
   // evaluation does not wait for them (eval/spare_pool.h: why one). 0 for one-shot use (kgym eval), where they would
   // be wasted work.

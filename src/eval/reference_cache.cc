@@ -1,5 +1,6 @@
 #include "eval/reference_cache.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace kgym {
@@ -27,6 +28,8 @@ std::shared_ptr<const ReferenceData> ReferenceCache::Get(const std::string& key,
       here = true;
     } else {
       fut = it->second;
+      if (auto o = std::find(order_.begin(), order_.end(), key); o != order_.end())  // kept: used again now
+        order_.splice(order_.end(), order_, o);
     }
   }
   if (here) {
@@ -53,6 +56,14 @@ void ReferenceCache::Keep(const std::string& key, const ReferenceData& data) {
     }
     order_.pop_front();
   }
+}
+
+bool ReferenceCache::RoomForAnother() {
+  std::lock_guard<std::mutex> l(mu_);
+  size_t largest = 0;
+  for (const auto& key : order_)
+    if (auto it = entries_.find(key); it != entries_.end()) largest = std::max(largest, it->second.get()->Bytes());
+  return bytes_ + largest <= max_bytes_;
 }
 
 std::vector<std::pair<std::string, uint64_t>> ReferenceCache::Held() {

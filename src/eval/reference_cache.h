@@ -8,8 +8,10 @@
 // - A result whose error_kind is set and is not "invalid" (an infrastructure failure: a timeout, no worker) is handed
 //   to the callers waiting for it but not kept: the next Get computes again. A broken reference ("invalid") is kept
 //   like a working one.
-// - Kept bytes (ReferenceData::Bytes) stay within max_bytes by dropping the oldest entries (in the order they were
-//   made), but never the newest one. Callers still holding a dropped entry keep it alive.
+// - Kept bytes (ReferenceData::Bytes) stay within max_bytes by dropping the least recently used entries (made or
+//   got), but never the newest one. Callers still holding a dropped entry keep it alive.
+// - RoomForAnother(): whether one more entry as large as the largest kept one fits without dropping any (a look-ahead
+//   must not push out references that queued evaluations are about to use).
 // - Held() lists the kept, complete entries (for memory admission, which counts them as resident).
 //
 // Thread-safe.
@@ -38,6 +40,7 @@ class ReferenceCache {
 
   std::shared_ptr<const ReferenceData> Get(const std::string& key, const Compute& compute);
   std::vector<std::pair<std::string, uint64_t>> Held();
+  bool RoomForAnother();
 
  private:
   using Future = std::shared_future<std::shared_ptr<const ReferenceData>>;
@@ -46,7 +49,7 @@ class ReferenceCache {
   const size_t max_bytes_;
   std::mutex mu_;
   std::map<std::string, Future> entries_;
-  std::list<std::string> order_;  // kept keys, oldest first
+  std::list<std::string> order_;  // kept keys, least recently used first
   size_t bytes_ = 0;
 };
 

@@ -84,19 +84,35 @@ TEST(ReferenceCacheTest, BrokenReferencesAreKept) {
   EXPECT_EQ(runs, 1);
 }
 
-TEST(ReferenceCacheTest, OldestDroppedBeyondBudgetNewestAlwaysKept) {
+TEST(ReferenceCacheTest, LeastRecentlyUsedDroppedBeyondBudgetNewestAlwaysKept) {
   ReferenceCache cache(250);
   auto a = cache.Get("a", [] { return DataOf(100); });
   cache.Get("b", [] { return DataOf(100); });
-  cache.Get("c", [] { return DataOf(100); });  // 300 > 250: "a" goes
+  EXPECT_FALSE(cache.RoomForAnother());        // 200 + 100 > 250
+  cache.Get("a", [] { return DataOf(100); });  // used again: "b" is now the least recently used
+  cache.Get("c", [] { return DataOf(100); });  // 300 > 250: "b" goes
   std::vector<std::string> keys;
   for (const auto& [k, n] : cache.Held()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"a", "c"}));
+  cache.Get("d", [] { return DataOf(100); });  // "a" goes now
+  keys.clear();
+  for (const auto& [k, n] : cache.Held()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"c", "d"}));
   EXPECT_EQ(a->Bytes(), 100u);                     // a caller holding a dropped entry keeps it
   cache.Get("huge", [] { return DataOf(1000); });  // larger than the budget: kept alone
   keys.clear();
   for (const auto& [k, n] : cache.Held()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"huge"}));
+}
+
+TEST(ReferenceCacheTest, RoomForAnotherAsLargeAsTheLargest) {
+  ReferenceCache cache(1000);
+  EXPECT_TRUE(cache.RoomForAnother());
+  cache.Get("a", [] { return DataOf(100); });
+  cache.Get("b", [] { return DataOf(400); });
+  EXPECT_TRUE(cache.RoomForAnother());  // 500 + 400 <= 1000
+  cache.Get("c", [] { return DataOf(200); });
+  EXPECT_FALSE(cache.RoomForAnother());  // 700 + 400 > 1000
 }
 
 }  // namespace

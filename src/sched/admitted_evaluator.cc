@@ -115,8 +115,10 @@ uint64_t MemoryBudgetFromFlag(double gb) {
 
 Status CreateEvaluatorWithBudget(EvaluatorOptions options, uint64_t budget_bytes, const std::string& who,
                                  std::unique_ptr<Evaluator>* out) {
-  if (budget_bytes > 0)
-    options.reference_cache_bytes = std::min<size_t>(options.reference_cache_bytes, budget_bytes / 4);
+  // KernelBench-size references reach ~10 GB each (level 2's conv problems, level 1): a cache smaller than a few of
+  // them drops the reference of a task whose evaluations are still queued, and they compute it again. Admission
+  // counts the cached bytes as held, so a quarter of the budget is safe.
+  if (budget_bytes > 0 && options.reference_cache_bytes == 0) options.reference_cache_bytes = budget_bytes / 4;
   std::unique_ptr<Evaluator> ev;
   Status s = Evaluator::Create(options, &ev);
   if (!s.ok()) return s;
