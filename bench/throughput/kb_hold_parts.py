@@ -1,6 +1,9 @@
 """Per problem, the mean of kgym's timing-lock hold parts over its correct candidates (per call where it says so),
 the load phase's worker start and, from a run with KGYM_TRACE_TIMING=1, the per-call trace's medians: where a
-candidate's time under the lock goes. Usage: kb_hold_parts.py KB_JSON."""
+candidate's time under the lock goes. With --idle, the lock's idle gaps instead: every gap between two holds longer
+than 0.3 s, with the holder after it, whose reference it was and who computed that reference (an idle lock while a
+task's evaluations wait for its reference, or for their own correctness phases). Usage: kb_hold_parts.py KB_JSON
+[--idle]."""
 import json
 import statistics
 import sys
@@ -49,5 +52,33 @@ def main(path):
                                        for k in keys if any(t.get(k) is not None for t in traces)})
 
 
+def holds(run):
+    """The run's lock holds (start, end, label), each distinct hold once: a reference's hold appears in the record of
+    every candidate that used it."""
+    out = {}
+    for r in run["records"]:
+        for key, suffix in (("timing_lock", ""), ("reference_timing_lock", " (reference)")):
+            t = r.get(key) or {}
+            if t.get("first_at") and t.get("last_at"):
+                who = (r.get("profile") or {}).get("reference_prepared_by") if suffix else None
+                out.setdefault((round(t["first_at"], 4), round(t["last_at"], 4)),
+                               r["id"] + suffix + (" by " + who if who else ""))
+    return sorted((a, b, label) for (a, b), label in out.items())
+
+
+def idle(path, gap_s=0.3):
+    for run in json.load(open(path))["runs"]:
+        if run["runner"] != "kgym":
+            continue
+        hs = holds(run)
+        if not hs:
+            continue
+        gaps = [(b0, a1, label) for (_, b0, _), (a1, _, label) in zip(hs, hs[1:]) if a1 - b0 > gap_s]
+        print("kgym", run["setting"], "%d holds over %.1f s, %.1f s idle in %d gaps over %.1f s"
+              % (len(hs), hs[-1][1] - hs[0][0], sum(a1 - b0 for b0, a1, _ in gaps), len(gaps), gap_s))
+        for b0, a1, label in gaps:
+            print("  %7.2f s  idle %.2f s  then %s" % (a1 - hs[0][0], a1 - b0, label))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    idle(sys.argv[1]) if "--idle" in sys.argv[2:] else main(sys.argv[1])
