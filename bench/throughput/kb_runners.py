@@ -235,12 +235,14 @@ def feed(url, mix, args, budget_s, runner, setting, task_prefix, body_fn, verdic
 # ----- kgym -----
 
 # Runner options: kgym:<slots>[:<option><N>]..., each a kgym serve flag (an A/B of one flag in one run).
-KGYM_OPTIONS = {"spares": ("spare_workers", "--spare-workers"), "lookahead": ("reference_lookahead",
-                                                                             "--reference-lookahead")}
+KGYM_OPTIONS = {"spares": ("spare_workers", "--spare-workers"),
+                "lookahead": ("reference_lookahead", "--reference-lookahead"),
+                "quiet": ("quiet_timing", "--quiet-timing")}  # quiet1: on, quiet0: off
 
 
 def kgym_setting(name, default_slots):
-    """kgym:<slots>[:spares<N>][:lookahead<N>] -> {"slots": slots[, "spare_workers": N][, "reference_lookahead": N]}."""
+    """kgym:<slots>[:spares<N>][:lookahead<N>][:quiet<0|1>] -> {"slots": slots[, "spare_workers": N]
+    [, "reference_lookahead": N][, "quiet_timing": 0|1]}."""
     parts = name.split(":")
     setting = {"slots": int(parts[1]) if len(parts) > 1 and parts[1] else default_slots}
     for p in parts[2:]:
@@ -265,7 +267,7 @@ def start_kgym(args, setting, tmp):
            "--cpu-slots", str(slots), "--drain-timeout", "5"]
     for key, flag in KGYM_OPTIONS.values():
         if setting.get(key) is not None:
-            cmd += [flag, str(setting[key])]
+            cmd += ([flag] if setting[key] else []) if key == "quiet_timing" else [flag, str(setting[key])]
     log = open(os.path.join(tmp, "kgym-serve-slots%s.log" % tag), "w")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
     line = proc.stdout.readline()

@@ -167,9 +167,14 @@ class CandidateRun {
   void SamplePeak() {
     if (w_) worker_peak_ = std::max(worker_peak_, ProcessPeakPrivateBytes(w_->harness_pid()));
   }
-  // Sends `h` and reads the reply into *f; an error frame or a failure ends the run.
+  // Quiet timing (eval/timing_lock.h): before a step of device work outside the lock, waits while another
+  // evaluation's timed calls hold the device.
+  void AwaitQuiet() { quiet_wait_s_ += ctx_.timing->AwaitQuiet(TimingLock::DeviceOf(req_)); }
+  // Sends `h` and reads the reply into *f (a step of device work: quiet timing waits first); an error frame or a
+  // failure ends the run.
   End Exchange(const nlohmann::json& h, const std::string& payload,
                const std::vector<std::shared_ptr<const Region>>& regions, Frame* f) {
+    AwaitQuiet();
     Status s = w_->Send(h, payload, regions);
     if (s.ok()) s = w_->RecvReply(dl_.at, f);
     if (!s.ok()) return SessionFailure(s);
@@ -192,6 +197,7 @@ class CandidateRun {
   uint64_t worker_peak_ = 0;
   std::vector<std::string> triton_kernels_;
   int64_t triton_launches_ = 0;
+  double quiet_wait_s_ = 0;
   TimingEvidence timing_;
   std::unique_ptr<ProcessWatch> timed_watch_;
 };
@@ -244,6 +250,7 @@ End CandidateRun::Load() {
   std::string payload;
   EncodeValues(ref_.init, field::kInit, &job, &payload);
   Frame f;
+  AwaitQuiet();
   Status s = w_->Send(job, payload);
   if (s.ok()) s = w_->RecvReply(dl_.at, &f);
   if (!s.ok()) return SessionFailure(s);
@@ -404,6 +411,7 @@ End CandidateRun::Timing() {
   p.keep_free = cuda ? kKeepFreeCuda : 0;
   p.seed = MixSeed(ctx_.secret ^ 0x5eed);
   p.null_calls = cuda;
+  p.await_quiet = [this] { AwaitQuiet(); };
   p.verify = [this](int call, int set, const Frame& out) {
     if (out.header.value(field::kType, "") == kind::kError) {
       timing_.error_frame = out.header;
@@ -420,6 +428,7 @@ End CandidateRun::Timing() {
   // Counted afresh: threads a lazy pool started in the first trials do not carry over.
   timed_watch_ = std::make_unique<ProcessWatch>(w_->harness_pid(), w_->hello_threads(), true, true);
   // The worker readies its live inputs and flush buffer before the lock: only the timed part holds the device.
+  AwaitQuiet();
   Status s = StartTimedCalls(w_.get(), p, dl_.at);
   LockUse lock_use;
   if (s.ok()) {
@@ -536,6 +545,7 @@ End CandidateRun::Judge() {
 
 // The worker's end: asked to finish (it says bye and exits), its peak memory and output kept.
 void CandidateRun::Finish() {
+  if (ctx_.timing->quiet()) md_["quiet_wait_s"] = quiet_wait_s_;
   if (!w_) return;
   SamplePeak();
   if (worker_peak_ > 0) md_["host_memory"]["candidate_worker_peak_bytes"] = worker_peak_;

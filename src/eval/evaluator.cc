@@ -56,6 +56,7 @@ class EvaluatorImpl : public Evaluator, public WorkerSource {
       : opt_(std::move(o)),
         ext_cache_(opt_.extension_cache_root),
         references_(opt_.reference_cache_bytes),
+        timing_(opt_.quiet_timing),
         spares_(opt_.spare_workers) {
     std::random_device rd;
     secret_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -73,7 +74,7 @@ class EvaluatorImpl : public Evaluator, public WorkerSource {
   std::vector<std::string> Devices() const override;
   EvalResult Evaluate(const EvalRequest& req, const ProgressFn& progress, const std::atomic<bool>* cancel) override;
   void CancelAll() override { cancel_all_ = true; }
-  void PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel) override;
+  bool PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel) override;
   std::vector<std::pair<std::string, uint64_t>> CachedReferences() override { return references_.Held(); }
 
   Status StartReference(const EvalRequest& req, Clock::time_point deadline,
@@ -183,12 +184,15 @@ Deadline DeadlineFrom(Clock::time_point t0, double timeout_s) {
   return {t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s)), timeout_s};
 }
 
-// Skipped where the cache has no room for it (as large as its largest entry) without dropping another: that one may
-// be the reference of jobs still queued, which would then compute it again.
-void EvaluatorImpl::PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel) {
-  if (cancel_all_ || (cancel && cancel->load()) || !DefinesEntryPoint(req) || !references_.RoomForAnother()) return;
+// A kept reference counts as used now (its jobs are next). A new one is skipped where the cache has no room for it
+// (as large as its largest entry) without dropping another: that one may be the reference of jobs still queued,
+// which would then compute it again.
+bool EvaluatorImpl::PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel) {
+  if (cancel_all_ || (cancel && cancel->load()) || !DefinesEntryPoint(req)) return false;
+  if (references_.Touch(ReferenceKey(req))) return true;
+  if (!references_.RoomForAnother()) return false;
   const RunContext ctx{this, &timing_, &ext_cache_, &cancel_all_, secret_, opt_.sandbox};
-  Reference(req, DeadlineFrom(Clock::now(), req.timeout_s), ctx, "look-ahead");
+  return Reference(req, DeadlineFrom(Clock::now(), req.timeout_s), ctx, "look-ahead")->error_kind.empty();
 }
 
 EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& progress,

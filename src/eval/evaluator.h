@@ -42,6 +42,9 @@ struct EvaluatorOptions {
   // evaluation does not wait for them (eval/spare_pool.h: why one). 0 for one-shot use (kgym eval), where they would
   // be wasted work.
   int spare_workers = 1;
+  // Other evaluations' device work outside the timing lock starts only between timed holds (eval/timing_lock.h:
+  // quiet timing); off: it overlaps the timed calls (a GPU time-slices between processes).
+  bool quiet_timing = false;
   // libkgym_cupti.so, the kernel recorder loaded into GPU workers; "" = $KGYM_CUPTI_LIB or found next to the binary,
   // "off" = none (GPU times are then the supervisor's brackets). Never loaded where no GPU is visible.
   std::string cupti_library;
@@ -69,12 +72,14 @@ class Evaluator {
                               const std::atomic<bool>* cancel = nullptr) = 0;
 
   // Computes the reference data of `req` (device and device_index filled in) into the reference cache ahead of the
-  // evaluations that will need it, or waits for a computation of it already under way; returns when the data is
-  // there or its computation failed (a failure is not kept: the evaluations meet it again). `cancel` ends a wait
-  // for memory (sched/admitted_evaluator.h). The default does nothing.
-  virtual void PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel = nullptr) {
+  // evaluations that will need it, or waits for a computation of it already under way. Returns true when the data
+  // is there; false when it was not made (no room, cancelled, or its computation failed: a failure is not kept, the
+  // evaluations meet it again). `cancel` ends a wait for memory (sched/admitted_evaluator.h). The default makes
+  // nothing.
+  virtual bool PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel = nullptr) {
     (void)req;
     (void)cancel;
+    return false;
   }
 
   // For the end of a process (a server's shutdown): every running evaluation's workers are killed now, reference

@@ -58,6 +58,13 @@ void ReferenceCache::Keep(const std::string& key, const ReferenceData& data) {
   }
 }
 
+bool ReferenceCache::Touch(const std::string& key) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!entries_.count(key)) return false;
+  if (auto o = std::find(order_.begin(), order_.end(), key); o != order_.end()) order_.splice(order_.end(), order_, o);
+  return true;
+}
+
 bool ReferenceCache::RoomForAnother() {
   std::lock_guard<std::mutex> l(mu_);
   size_t largest = 0;

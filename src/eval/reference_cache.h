@@ -10,6 +10,7 @@
 //   like a working one.
 // - Kept bytes (ReferenceData::Bytes) stay within max_bytes by dropping the least recently used entries (made or
 //   got), but never the newest one. Callers still holding a dropped entry keep it alive.
+// - Touch(key): whether `key` is kept or being made, without computing it; a kept one counts as used now.
 // - RoomForAnother(): whether one more entry as large as the largest kept one fits without dropping any (a look-ahead
 //   must not push out references that queued evaluations are about to use).
 // - Held() lists the kept, complete entries (for memory admission, which counts them as resident).
@@ -41,6 +42,7 @@ class ReferenceCache {
   std::shared_ptr<const ReferenceData> Get(const std::string& key, const Compute& compute);
   std::vector<std::pair<std::string, uint64_t>> Held();
   bool RoomForAnother();
+  bool Touch(const std::string& key);  // kept or being made; a kept one counts as used now
 
  private:
   using Future = std::shared_future<std::shared_ptr<const ReferenceData>>;

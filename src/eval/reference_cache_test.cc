@@ -113,6 +113,12 @@ TEST(ReferenceCacheTest, RoomForAnotherAsLargeAsTheLargest) {
   EXPECT_TRUE(cache.RoomForAnother());  // 500 + 400 <= 1000
   cache.Get("c", [] { return DataOf(200); });
   EXPECT_FALSE(cache.RoomForAnother());  // 700 + 400 > 1000
+  EXPECT_FALSE(cache.Touch("d"));
+  EXPECT_TRUE(cache.Touch("a"));               // "b" is now the least recently used
+  cache.Get("e", [] { return DataOf(400); });  // 700 + 400 > 1000: "b" goes
+  std::vector<std::string> keys;
+  for (const auto& [k, n] : cache.Held()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"a", "c", "e"}));
 }
 
 }  // namespace

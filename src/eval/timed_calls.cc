@@ -273,6 +273,7 @@ Status FetchKeptOutputs(WorkerSession* w, const TimedCallsParams& params, Clock:
     for (const auto& [id, set] : out->kept) {
       if (out->stopped || check.Failed()) break;
       auto outputs = std::make_shared<Frame>();
+      if (params.await_quiet) params.await_quiet();
       s = w->Send({{field::kType, kind::kFetchKept}, {field::kCall, id}});
       if (s.ok()) s = w->RecvReply(deadline, outputs.get());
       if (!s.ok()) break;

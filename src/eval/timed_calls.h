@@ -64,6 +64,9 @@ struct TimedCallsParams {
   // A fetched call's outputs frame (call id, set); false stops the exchange (the caller keeps why). Unset: no call is
   // fetched (the reference's outputs are its own).
   std::function<bool(int call, int set, const Frame& outputs)> verify;
+  // Called before each kept output's fetch (FetchKeptOutputs, outside the lock): quiet timing's wait
+  // (eval/timing_lock.h). Unset: none.
+  std::function<void()> await_quiet;
 };
 
 // Where an exchange's time went, in seconds (metadata.timing_lock.hold: what holding the device's lock paid for).

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -78,6 +79,44 @@ TEST(TimedHoldTest, BooksAcquisitionsWaitAndHold) {
   ASSERT_TRUE(j.contains("first_at") && j.contains("last_at"));
   EXPECT_GE(j["last_at"].get<double>() - j["first_at"].get<double>(), use.hold_s - 1e-3);
   EXPECT_FALSE(LockUse{}.ToJson().contains("first_at"));
+}
+
+TEST(QuietTimingTest, OffNeverWaits) {
+  TimingLock locks;  // quiet timing off
+  LockUse use;
+  TimedHold h(&locks, "cuda:0", &use);
+  EXPECT_FALSE(locks.quiet());
+  EXPECT_EQ(locks.AwaitQuiet("cuda:0"), 0);  // returns while the hold is held
+}
+
+TEST(QuietTimingTest, StepsWaitForTheHoldThatIsHeldThenGo) {
+  TimingLock locks(/*quiet=*/true);
+  EXPECT_EQ(locks.AwaitQuiet("cuda:0"), 0);  // nothing held: at once
+  LockUse a, b;
+  auto first = std::make_unique<TimedHold>(&locks, "cuda:0", &a);
+  EXPECT_EQ(locks.AwaitQuiet("cuda:1"), 0);  // another device is not held
+  std::atomic<bool> went{false};
+  std::thread step([&] {
+    locks.AwaitQuiet("cuda:0");
+    went = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(went.load());               // still held: the step waits
+  first.reset();                           // released ...
+  TimedHold second(&locks, "cuda:0", &b);  // ... and held again at once: the waiting step goes all the same
+  step.join();
+  EXPECT_TRUE(went.load());
+  // A step that arrives during the second hold waits for its end.
+  std::atomic<bool> went2{false};
+  std::thread step2([&] {
+    locks.AwaitQuiet("cuda:0");
+    went2 = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(went2.load());
+  second.Release();
+  step2.join();
+  EXPECT_TRUE(went2.load());
 }
 
 TEST(TimingLockTest, DeviceOfRequest) {

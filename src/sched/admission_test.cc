@@ -307,10 +307,11 @@ class FakeEvaluator : public Evaluator {
     --running_;
     return r;
   }
-  void PrepareReference(const EvalRequest& req, const std::atomic<bool>*) override {
+  bool PrepareReference(const EvalRequest& req, const std::atomic<bool>*) override {
     std::lock_guard<std::mutex> l(mu_);
     held_key_ = ReferenceKey(req);
     prepared_++;
+    return true;
   }
   std::vector<std::string> Devices() const override { return {"cpu"}; }
   std::vector<std::pair<std::string, uint64_t>> CachedReferences() override {
@@ -412,7 +413,7 @@ TEST(AdmittedEvaluator, PreparedReferenceLeavesAnEstimate) {
   auto fake = std::make_unique<FakeEvaluator>();
   FakeEvaluator* raw = fake.get();
   AdmittedEvaluator ev(std::move(fake), Budget(100000));
-  ev.PrepareReference(Request());
+  EXPECT_TRUE(ev.PrepareReference(Request()));
   EXPECT_EQ(raw->prepared_, 1);
   AdmissionStats s;
   ev.Admission(&s);
@@ -426,7 +427,7 @@ TEST(AdmittedEvaluator, PreparedReferenceLeavesAnEstimate) {
   raw->sleep_ms_ = 1000;
   auto blocker = std::async(std::launch::async, [&] { return ev.Evaluate(Request("large")); });  // unknown, runs
   for (int i = 0; i < 200 && (ev.Admission(&s), s.in_flight) == 0; ++i) std::this_thread::sleep_for(5ms);
-  ev.PrepareReference(Request("huge"), &cancel);  // unknown while another unknown runs: gives up on the cancel
+  EXPECT_FALSE(ev.PrepareReference(Request("huge"), &cancel));  // unknown while another unknown runs: gives up
   EXPECT_EQ(raw->prepared_, 1);
   blocker.get();
 }

@@ -95,12 +95,13 @@ EvalResult AdmittedEvaluator::Evaluate(const EvalRequest& req, const ProgressFn&
   return r;
 }
 
-void AdmittedEvaluator::PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel) {
+bool AdmittedEvaluator::PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel) {
   const std::string key = FootprintKey(req);
   auto ticket = admission_.AdmitReference(key, cancel);
-  if (!ticket) return;
-  inner_->PrepareReference(req, cancel);
-  if (!ticket->footprint_known()) admission_.Estimate(key, EstimateFromReference(key));
+  if (!ticket) return false;
+  const bool made = inner_->PrepareReference(req, cancel);
+  if (made && !ticket->footprint_known()) admission_.Estimate(key, EstimateFromReference(key));
+  return made;
 }
 
 bool AdmittedEvaluator::Admission(AdmissionStats* out) {

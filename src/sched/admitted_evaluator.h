@@ -33,7 +33,7 @@ class AdmittedEvaluator : public Evaluator {
   void CancelAll() override { inner_->CancelAll(); }
   // Admitted like an evaluation of its configuration (the first of one counts as the unknown one in flight); once
   // the reference data exists, an estimate from it admits the configuration's evaluations (as at "load").
-  void PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel = nullptr) override;
+  bool PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel = nullptr) override;
   std::vector<std::pair<std::string, uint64_t>> CachedReferences() override { return inner_->CachedReferences(); }
   bool Admission(AdmissionStats* out) override;
 

@@ -283,10 +283,10 @@ void Scheduler::LookaheadLoop(Device* dev) {
     }
     l.unlock();
     const double t0 = SteadyNow();
-    evaluator_->PrepareReference(req, &lookahead_cancel_);
+    const bool made = evaluator_->PrepareReference(req, &lookahead_cancel_);
     const double took = SteadyNow() - t0;
     l.lock();
-    dev->prepared++;
+    dev->prepared += made;
     dev->prepare_s += took;
   }
 }

@@ -99,7 +99,7 @@ struct SchedulerStats {
     int running = 0;
     double busy_s = 0;  // wall time with at least one evaluation in flight
     double uptime_s = 0;
-    int64_t references_prepared = 0;  // by the reference look-ahead
+    int64_t references_prepared = 0;  // by the reference look-ahead (made, found kept, or waited for)
     double reference_prepare_s = 0;
   };
   std::vector<Device> devices;

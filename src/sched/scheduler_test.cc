@@ -210,11 +210,12 @@ TEST(Scheduler, DrainWaitsForRunningAndLeavesQueued) {
 // reference of task `awaited_task` has been prepared, and notes whether it was.
 class LookaheadEvaluator : public Evaluator {
  public:
-  void PrepareReference(const EvalRequest& req, const std::atomic<bool>*) override {
+  bool PrepareReference(const EvalRequest& req, const std::atomic<bool>*) override {
     std::lock_guard<std::mutex> l(mu);
     prepared[req.reference_code]++;
     prepared_on[req.reference_code] = req.device;
     cv.notify_all();
+    return true;
   }
   EvalResult Evaluate(const EvalRequest& req, const ProgressFn&, const std::atomic<bool>*) override {
     std::unique_lock<std::mutex> l(mu);

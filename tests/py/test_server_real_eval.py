@@ -97,3 +97,29 @@ def test_reference_lookahead_prepares_the_next_tasks_reference(tmp_path):
             assert (prepared >= 1) == (lookahead == "1"), prom
         finally:
             s.kill()
+
+
+def test_quiet_timing_holds_other_work_back_and_says_how_long(tmp_path):
+    """`--quiet-timing`: every evaluation reports how long its device work waited for other evaluations' timed calls
+    (metadata "quiet_wait_s"; "reference_quiet_wait_s" for the reference's job), and the verdicts are the same.
+    Without the flag nothing waits and nothing is reported."""
+    for quiet in (True, False):
+        d = tmp_path / ("quiet" if quiet else "plain")
+        d.mkdir()
+        s = Server(d, "--gpus", "none", "--cpu-slots", "2", *(["--quiet-timing"] if quiet else []))
+        try:
+            jobs = [("q-ok-%d" % i, KERNEL_OK) for i in range(3)] + [("q-wrong", WRONG)]
+            for tid, code in jobs:
+                assert s.post("/v1/evaluations", small(tid, code)).status == 202
+            res = {tid: s.get("/v1/evaluations/%s?wait=240" % tid, timeout=300).json()["result"] for tid, _ in jobs}
+            if any(r.get("error_code") == "SYSTEM_ERROR" for r in res.values()):
+                pytest.skip("evaluator infrastructure unavailable here")
+            assert [res[t]["outcome"] for t, _ in jobs] == ["correct"] * 3 + ["incorrect"], res
+            for r in res.values():
+                md = r["metadata"]
+                assert ("quiet_wait_s" in md) == quiet, md.keys()
+                assert ("reference_quiet_wait_s" in md) == quiet
+                if quiet:
+                    assert md["quiet_wait_s"] >= 0 and md["reference_quiet_wait_s"] >= 0
+        finally:
+            s.kill()
