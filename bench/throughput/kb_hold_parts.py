@@ -39,6 +39,10 @@ def main(path):
                   % (p[:40], len(rs), statistics.median(r["kernel_gpu_ms"] or 0 for r in rs),
                      statistics.mean(r["timing_lock"]["hold_s"] for r in rs), per_call, mean.get("bursts_s", 0),
                      mean.get("fetch_s", 0), round(statistics.mean(start), 2) if start else None))
+            quiet = [(r.get("profile") or {}).get("quiet_wait_s") for r in rs]
+            quiet = [x for x in quiet if isinstance(x, (int, float))]
+            if quiet:  # --quiet-timing: the candidate's device work waiting for other evaluations' holds
+                print("   quiet wait s per candidate: mean %.3f, max %.3f" % (statistics.mean(quiet), max(quiet)))
             traces = [(r.get("profile") or {}).get("trace_median_ms") for r in rs]
             traces = [t for t in traces if t]
             tails = [(r.get("profile") or {}).get("trace_bracket_tail_ms") for r in rs]
