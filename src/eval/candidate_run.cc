@@ -107,6 +107,7 @@ struct TimingEvidence {
   bool grad_ran = false;       // the decoy rule's grad-enabled call ran
   std::string grad_error;
   std::unique_ptr<WorkerTimeline> timeline;  // GPU with the recorder
+  LockUse lock_use;                          // the device's timing lock (metadata.timing_lock)
 };
 
 class CandidateRun {
@@ -146,6 +147,10 @@ class CandidateRun {
   End JudgeCorrectness(const TrialOutputs& outs, int passed, const std::string& problem, const ProcessWatch& watch);
   End Timing();
   End SendPool();
+  TimedCallsParams TimingParams(bool cuda);
+  Status TimedPart(const TimedCallsParams& p, bool recorded);
+  Status BurstsWhereTheyCount(const TimedCallsParams& p);
+  CandidateTimingInputs TimingInputs() const;
   End Judge();
   End JudgeTimingRules();
   void ReportTime();
@@ -400,6 +405,43 @@ End CandidateRun::Timing() {
   if (End end = SendPool()) return end;
   const bool cuda = req_.device == "cuda";
   const bool recorded = cuda && w_->hello().value(field::kRecorder, "") == "on" && ref_.device.span_median_ms >= 0;
+  const TimedCallsParams p = TimingParams(cuda);
+  // Counted afresh: threads a lazy pool started in the first trials do not carry over.
+  timed_watch_ = std::make_unique<ProcessWatch>(w_->harness_pid(), w_->hello_threads(), true, true);
+  // The worker readies its live inputs and flush buffer before the lock: only the timed part holds the device.
+  AwaitQuiet();
+  Status s = StartTimedCalls(w_.get(), p, dl_.at);
+  if (s.ok()) s = TimedPart(p, recorded);
+  // The kept outputs travel and are compared now, with the device free for the next evaluation's timed calls.
+  if (s.ok() && !timing_.calls.kept.empty()) {
+    s = FetchKeptOutputs(w_.get(), p, dl_.at, &timing_.calls);
+    md_["timing_kept_calls"] = timing_.calls.kept.size();
+    md_["timing_kept_fetch_s"] = timing_.calls.kept_fetch_s;
+  }
+  const bool judged = s.ok() && timing_.error_frame.is_null() && recorded && timing_.wrong_result.empty();
+  // The kernel recorder's stream (timed calls, then the grad-enabled detection call); a wrong result is judged
+  // without it.
+  if (judged) {
+    timing_.timeline = std::make_unique<WorkerTimeline>();
+    const Clock::time_point f0 = Clock::now();
+    s = FetchTimeline(w_.get(), dl_.at, timing_.timeline.get());
+    md_["timeline_fetch_s"] = Seconds(Clock::now() - f0);
+    md_["timeline_bytes"] = timing_.timeline->bytes;
+  }
+  if (judged && s.ok()) s = BurstsWhereTheyCount(p);
+  const nlohmann::json parts = timing_.calls.times.ToJson();  // named: items() refers to it
+  for (auto& [k, x] : parts.items()) timing_.lock_use.hold[k] = x;
+  md_["timing_lock"] = timing_.lock_use.ToJson();
+  if (s.code() == Status::Code::kInvalidArgument) {
+    auto h = nlohmann::json::parse(s.message(), nullptr, false);
+    if (h.is_object()) return HarnessError(h);
+  }
+  if (!s.ok()) return SessionFailure(s);
+  if (!timing_.error_frame.is_null()) return HarnessError(timing_.error_frame);
+  return std::nullopt;
+}
+
+TimedCallsParams CandidateRun::TimingParams(bool cuda) {
   const int sets = static_cast<int>(ref_.pool.size());
   TimedCallsParams p;
   p.warmup = std::max(1, req_.num_warmup);
@@ -411,6 +453,7 @@ End CandidateRun::Timing() {
   p.keep_free = cuda ? kKeepFreeCuda : 0;
   p.seed = MixSeed(ctx_.secret ^ 0x5eed);
   p.null_calls = cuda;
+  p.bursts = false;  // BurstsWhereTheyCount
   p.await_quiet = [this] { AwaitQuiet(); };
   p.verify = [this](int call, int set, const Frame& out) {
     if (out.header.value(field::kType, "") == kind::kError) {
@@ -425,53 +468,58 @@ End CandidateRun::Timing() {
                            (ds.ok() ? c.problem : ds.message()) + ")";
     return false;
   };
-  // Counted afresh: threads a lazy pool started in the first trials do not carry over.
-  timed_watch_ = std::make_unique<ProcessWatch>(w_->harness_pid(), w_->hello_threads(), true, true);
-  // The worker readies its live inputs and flush buffer before the lock: only the timed part holds the device.
-  AwaitQuiet();
-  Status s = StartTimedCalls(w_.get(), p, dl_.at);
-  LockUse lock_use;
+  return p;
+}
+
+// Under the device's timing lock: the timed calls and the decoy rule's second run (grad enabled; it is GPU work).
+Status CandidateRun::TimedPart(const TimedCallsParams& p, bool recorded) {
+  TimedHold hold(ctx_.timing, TimingLock::DeviceOf(req_), &timing_.lock_use);
+  Status s = TimedCalls(w_.get(), p, dl_.at, timed_watch_.get(), &timing_.calls);
+  if (!s.ok() || !recorded || req_.backend != "triton" || !req_.detect_decoy || !timing_.wrong_result.empty()) return s;
+  Frame d;
+  const Clock::time_point d0 = Clock::now();
+  s = w_->Send({{field::kType, kind::kDetect}});
+  if (s.ok()) s = w_->RecvReply(dl_.at, &d);
   if (s.ok()) {
-    TimedHold hold(ctx_.timing, TimingLock::DeviceOf(req_), &lock_use);
-    s = TimedCalls(w_.get(), p, dl_.at, timed_watch_.get(), &timing_.calls);
-    // The decoy rule's second run (grad enabled), still under the device's timing lock: it is GPU work.
-    if (s.ok() && recorded && req_.backend == "triton" && req_.detect_decoy && timing_.wrong_result.empty()) {
-      Frame d;
-      const Clock::time_point d0 = Clock::now();
-      s = w_->Send({{field::kType, kind::kDetect}});
-      if (s.ok()) s = w_->RecvReply(dl_.at, &d);
-      if (s.ok()) {
-        timing_.grad_ran = d.header.value(field::kType, "") == kind::kDetected && !d.header.contains(field::kError);
-        if (!timing_.grad_ran) timing_.grad_error = d.header.value(field::kError, d.header.dump().substr(0, 300));
-      }
-      md_["detect_grad_s"] = Seconds(Clock::now() - d0);
-      lock_use.hold["detect_s"] = md_["detect_grad_s"];
-    }
+    timing_.grad_ran = d.header.value(field::kType, "") == kind::kDetected && !d.header.contains(field::kError);
+    if (!timing_.grad_ran) timing_.grad_error = d.header.value(field::kError, d.header.dump().substr(0, 300));
   }
-  // The kept outputs travel and are compared now, with the device free for the next evaluation's timed calls.
-  if (s.ok() && !timing_.calls.kept.empty()) {
-    s = FetchKeptOutputs(w_.get(), p, dl_.at, &timing_.calls);
-    md_["timing_kept_calls"] = timing_.calls.kept.size();
-    md_["timing_kept_fetch_s"] = timing_.calls.kept_fetch_s;
-  }
-  const nlohmann::json parts = timing_.calls.times.ToJson();  // named: items() refers to it
-  for (auto& [k, x] : parts.items()) lock_use.hold[k] = x;
-  md_["timing_lock"] = lock_use.ToJson();
-  if (s.code() == Status::Code::kInvalidArgument) {
-    auto h = nlohmann::json::parse(s.message(), nullptr, false);
-    if (h.is_object()) return HarnessError(h);
-  }
-  if (!s.ok()) return SessionFailure(s);
-  if (!timing_.error_frame.is_null()) return HarnessError(timing_.error_frame);
-  if (!recorded || !timing_.wrong_result.empty()) return std::nullopt;  // a wrong result is judged without it
-  // The kernel recorder's stream (timed calls, then the grad-enabled detection call).
-  timing_.timeline = std::make_unique<WorkerTimeline>();
-  const Clock::time_point f0 = Clock::now();
-  s = FetchTimeline(w_.get(), dl_.at, timing_.timeline.get());
-  if (!s.ok()) return SessionFailure(s);
-  md_["timeline_fetch_s"] = Seconds(Clock::now() - f0);
-  md_["timeline_bytes"] = timing_.timeline->bytes;
-  return std::nullopt;
+  md_["detect_grad_s"] = Seconds(Clock::now() - d0);
+  timing_.lock_use.hold["detect_s"] = md_["detect_grad_s"];
+  return s;
+}
+
+// The pipelined bursts only lower the floor a timeline span is raised to (RuntimeFromTimeline), so they run only
+// where the span, judged without them, fell below that floor: with the lock taken again, after the kept fetches and
+// the timeline (whose records they then do not enter). Elsewhere they would hold the lock for ~10 % of a candidate's
+// timed part and change nothing.
+Status CandidateRun::BurstsWhereTheyCount(const TimedCallsParams& p) {
+  md_["timing_bursts_ran"] = false;
+  if (!JudgeCandidateTiming(TimingInputs()).bursts_could_lower) return Status::Ok();
+  TimedHold hold(ctx_.timing, TimingLock::DeviceOf(req_), &timing_.lock_use);
+  md_["timing_bursts_ran"] = true;
+  return TimedBursts(w_.get(), p, dl_.at, timed_watch_.get(), &timing_.calls);
+}
+
+CandidateTimingInputs CandidateRun::TimingInputs() const {
+  const auto& c = timing_.calls;
+  CandidateTimingInputs ti;
+  ti.timeline = timing_.timeline.get();
+  ti.bracket_ms = c.bracket_ms;
+  ti.event_ms = c.event_ms;
+  ti.fresh_calls = static_cast<int>(c.fresh_ms.size());
+  ti.null_ms = c.null_ms;
+  ti.burst_ms = c.bursts.model_ms;
+  ti.null_burst_ms = c.bursts.null_ms;
+  ti.burst_k = c.bursts.k;
+  ti.ref = ref_.device;
+  ti.code = req_.kernel_code;
+  ti.backend = req_.backend;
+  ti.detect_decoy = req_.detect_decoy;
+  ti.grad_ran = timing_.grad_ran;
+  ti.grad_error = timing_.grad_error;
+  ti.coverage_floor = req_.coverage_floor;
+  return ti;
 }
 
 // ---- judge ----
@@ -505,29 +553,10 @@ End CandidateRun::Judge() {
   if (End v = JudgeTimingRules()) return v;
   const auto& c = timing_.calls;
   CandidateTimingVerdict tv;
-  if (req_.device == "cuda") {
-    CandidateTimingInputs ti;
-    ti.timeline = timing_.timeline.get();
-    ti.bracket_ms = c.bracket_ms;
-    ti.event_ms = c.event_ms;
-    ti.fresh_calls = static_cast<int>(c.fresh_ms.size());
-    ti.null_ms = c.null_ms;
-    ti.burst_ms = c.bursts.model_ms;
-    ti.null_burst_ms = c.bursts.null_ms;
-    ti.burst_k = c.bursts.k;
-    ti.ref = ref_.device;
-    ti.code = req_.kernel_code;
-    ti.backend = req_.backend;
-    ti.detect_decoy = req_.detect_decoy;
-    ti.grad_ran = timing_.grad_ran;
-    ti.grad_error = timing_.grad_error;
-    ti.coverage_floor = req_.coverage_floor;
-    tv = JudgeCandidateTiming(ti);
-  } else {  // CPU: the supervisor's brackets
+  if (req_.device == "cuda")
+    tv = JudgeCandidateTiming(TimingInputs());
+  else  // CPU: the supervisor's brackets
     tv.stats = ComputeTimingStats(c.bracket_ms);
-    if (c.bursts.k > 0)
-      tv.metadata["timing_burst_per_call_ms"] = BurstPerCallMs(c.bursts.model_ms, c.bursts.null_ms, c.bursts.k, 0);
-  }
   for (auto& [k, x] : tv.metadata.items()) md_[k] = x;
   if (auto tr = TimingTraceIfAsked(timing_.timeline.get(), c.bracket_ms, c.self_ms, c.event_ms, c.null_ms);
       !tr.is_null())

@@ -351,6 +351,7 @@ Overheads ChooseReportedTime(const CandidateTimingInputs& in, const TimedSpans& 
     if (burst >= 0) md["timing_burst_per_call_ms"] = burst;
     RuntimeChoice c = RuntimeFromTimeline(span, bracket, o.harness_ms, o.reference_host_ms, span >= 0 ? burst : -1);
     v->source = c.source;
+    v->bursts_could_lower = span >= 0 && burst < 0 && c.source == "supervisor";
     md["timing_floor_ms"] = c.floor_ms;
     if (c.source == "timeline") {
       v->stats = ComputeTimingStats(sp.span_ms);

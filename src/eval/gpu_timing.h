@@ -142,6 +142,9 @@ struct CandidateTimingVerdict {
   bool hacked = false;
   std::string detail;  // "hacked (...): ..." when hacked
   bool decoy = false;
+  // Judged without bursts, the span fell below the single calls' floor: bursts (TimedBursts) could lower that floor,
+  // so the caller may run them and judge again. Where the span is at or above it they cannot change the time.
+  bool bursts_could_lower = false;
   nlohmann::json metadata = nlohmann::json::object();  // merged into the result's metadata
 };
 

@@ -593,6 +593,42 @@ TEST(JudgeCandidateTimingTest, HonestFusedTritonCandidate) {
   EXPECT_TRUE(md.contains("timing_crosscheck"));
 }
 
+// Bursts run only where they can change the time: a span below the single calls' floor, judged without bursts.
+TEST(JudgeCandidateTimingTest, BurstsCouldLowerOnlyASpanBelowTheFloorJudgedWithoutThem) {
+  KernelList grad = {{"fused_kernel", 300 * kUs}};
+  auto judge = [&](uint64_t span_us, std::vector<double> brackets, bool with_bursts) {
+    WorkerTimeline t = Timeline(
+        5,
+        [&](int) {
+          return KernelList{{"fused_kernel", span_us * kUs}};
+        },
+        &grad);
+    EXPECT_TRUE(t.ok) << t.problem;
+    CandidateTimingInputs in = Inputs(t, std::move(brackets), 0.5, 0.04);
+    in.code = kFusedCode;
+    in.grad_ran = true;
+    if (with_bursts) {  // pipelined calls of 3.2 ms each, flushes 0.1 ms
+      in.burst_ms = {8 * 3.2 + 0.1, 8 * 3.25 + 0.1};
+      in.null_burst_ms = {0.1, 0.1};
+      in.burst_k = 8;
+    }
+    return JudgeCandidateTiming(in);
+  };
+  // Brackets 3.686 ms less the reference's gap (0.04, no null calls) and the allowance (0.184): floor 3.46.
+  const std::vector<double> slow_launch(5, 3.686);
+  CandidateTimingVerdict above = judge(3600, slow_launch, false);
+  EXPECT_EQ(above.source, "timeline");
+  EXPECT_FALSE(above.bursts_could_lower);
+  CandidateTimingVerdict below = judge(3201, slow_launch, false);
+  EXPECT_EQ(below.source, "supervisor");
+  EXPECT_TRUE(below.bursts_could_lower);
+  // Run, the bursts lower the floor and the span stands; judged with them there is nothing more to run.
+  CandidateTimingVerdict after = judge(3201, slow_launch, true);
+  EXPECT_EQ(after.source, "timeline");
+  EXPECT_FALSE(after.bursts_could_lower);
+  EXPECT_NEAR(after.stats.median, 3.201, 1e-9);
+}
+
 TEST(JudgeCandidateTimingTest, LazyCandidateIsReportedBelowTheCoverageFloor) {
   KernelList call = {{"lazy_kernel", 1 * kUs}, {kTorchElementwise, 1000 * kUs}};
   WorkerTimeline t = Timeline(

@@ -86,11 +86,16 @@ class Exchange {
       }
       if (!s.ok()) return s;
     }
-    if (out_->stopped || p_.calls < 10) return Status::Ok();
+    if (out_->stopped || p_.calls < 10 || !p_.bursts) return Status::Ok();
     Join();  // a wrong result skips the bursts, as it always did
     return out_->stopped ? Status::Ok() : RunBursts();
   }
 
+ public:
+  // TimedBursts: the bursts of an exchange whose calls ran before.
+  Status LaterBursts() { return out_->stopped || p_.calls < 10 ? Status::Ok() : RunBursts(); }
+
+ private:
   // True once verify said no: at once for an error frame, as soon as a comparison is seen to have failed otherwise.
   bool Stopped() {
     if (!out_->stopped && check_.Failed()) out_->stopped = true;
@@ -262,6 +267,11 @@ Status StartTimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::
 Status TimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline, ProcessWatch* watch,
                   TimedCallsResult* out) {
   return Exchange(w, params, deadline, watch, out).Run();
+}
+
+Status TimedBursts(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline, ProcessWatch* watch,
+                   TimedCallsResult* out) {
+  return Exchange(w, params, deadline, watch, out).LaterBursts();
 }
 
 Status FetchKeptOutputs(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline,

@@ -17,7 +17,8 @@
 // error frame in reply is handed to `verify` at once and ends the exchange; outputs are handed to `verify` on a thread
 // of its own (BackgroundCheck: one at a time), so the next calls go on while they are compared; the exchange stops at
 // the first call after a comparison is known to have failed (before the bursts at the latest), and TimedCalls returns
-// only once every comparison has finished.
+// only once every comparison has finished. With `bursts` off the bursts are left out: TimedBursts runs them later in
+// the same session (a candidate's run only where they can change its reported time, eval/gpu_timing.h).
 //
 // FetchKeptOutputs, after TimedCalls and after the lock is released (before the kernel recorder's timeline is
 // collected, so work the candidate starts meanwhile is still on its record): the kept calls' outputs, fetched in
@@ -61,6 +62,7 @@ struct TimedCallsParams {
   double keep_free = 0;   // ...only while this share of the device's memory stays free after the copy
   uint64_t seed = 0;      // which calls are fetched, where the fresh calls go
   bool null_calls = false;
+  bool bursts = true;  // the pipelined bursts after the timed calls (false: left to TimedBursts)
   // A fetched call's outputs frame (call id, set); false stops the exchange (the caller keeps why). Unset: no call is
   // fetched (the reference's outputs are its own).
   std::function<bool(int call, int set, const Frame& outputs)> verify;
@@ -101,6 +103,10 @@ struct TimedCallsResult {
 Status StartTimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline);
 Status TimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline, ProcessWatch* watch,
                   TimedCallsResult* out);
+// The bursts alone, for an exchange that ran without them (none after a wrong result or below 10 calls), with the
+// lock held again. Their time adds to out->times.bursts_s.
+Status TimedBursts(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline, ProcessWatch* watch,
+                   TimedCallsResult* out);
 Status FetchKeptOutputs(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline,
                         TimedCallsResult* out);
 
