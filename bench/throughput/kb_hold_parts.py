@@ -41,6 +41,9 @@ def main(path):
                      mean.get("fetch_s", 0), round(statistics.mean(start), 2) if start else None))
             quiet = [(r.get("profile") or {}).get("quiet_wait_s") for r in rs]
             quiet = [x for x in quiet if isinstance(x, (int, float))]
+            ran = [(r.get("profile") or {}).get("timing_bursts_ran") for r in rs]
+            if any(x is not None for x in ran):  # 3399d09 on: a candidate's bursts only where they can lower its time
+                print("   bursts ran for %d of %d candidates" % (sum(1 for x in ran if x), len(rs)))
             if quiet:  # --quiet-timing: the candidate's device work waiting for other evaluations' holds
                 print("   quiet wait s per candidate: mean %.3f, max %.3f" % (statistics.mean(quiet), max(quiet)))
             traces = [(r.get("profile") or {}).get("trace_median_ms") for r in rs]

@@ -106,7 +106,7 @@ def kgym_verdict(res):
 PROFILE_KEYS = ("load_s", "worker_start_s", "candidate_worker", "reference_worker", "kernel_self_reported_median_ms",
                 "kernel_cuda_event_median_ms", "timeline_kernel_sum_median_ms", "timing_kept_calls",
                 "timing_kept_fetch_s", "timeline_fetch_s", "detect_grad_s", "timing_null_median_ms",
-                "reference_prepared_by", "host_memory", "quiet_wait_s", "reference_quiet_wait_s")
+                "reference_prepared_by", "host_memory", "quiet_wait_s", "reference_quiet_wait_s", "timing_bursts_ran")
 TRIAL_PROFILE_KEYS = ("exchange_s", "compare_s", "worker_s")
 
 
