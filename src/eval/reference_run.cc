@@ -57,7 +57,7 @@ class ReferenceRun {
     w_->SetCancel(ctx_.cancel_all);
     // Quiet timing (eval/timing_lock.h): the job (load, trials, timing sets: one step) starts between timed holds.
     const std::string device = TimingLock::DeviceOf(req_);
-    double quiet_s = ctx_.timing->AwaitQuiet(device);
+    const double quiet_s = ctx_.timing->AwaitQuiet(device);
     s = w_->Send(job);
     if (!s.ok() || !Read("init")) return s.ok() ? ref_ : Failed(s, "init");
     s = DecodeValues(f_.header, field::kInit, f_.payload, f_.regions, &ref_->init);
@@ -70,7 +70,6 @@ class ReferenceRun {
     if (w_->notes().contains(note::kReferenceBackendError))
       return Fail("system", "the reference backend '" + req_.reference_backend +
                                 "' could not be applied: " + w_->notes()[note::kReferenceBackendError].dump());
-    if (req_.measure_performance) quiet_s += ctx_.timing->AwaitQuiet(device);  // before the worker readies its inputs
     if (ctx_.timing->quiet()) ref_->notes["reference_quiet_wait_s"] = quiet_s;
     if (req_.measure_performance && !Time()) return ref_;
     CheckSensitivity();

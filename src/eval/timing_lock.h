@@ -6,12 +6,13 @@
 // the TimingLock, which must outlive every lock it handed out.
 //
 // Quiet timing (off by default; `kgym serve --quiet-timing`): the other evaluations' steps of device work outside the
-// lock (a load, a correctness trial, an input set sent, a kept output fetched, a reference's job) call AwaitQuiet
+// lock (a load, a correctness trial, a kept output fetched, a reference's job) call AwaitQuiet
 // before they start and wait while a timed hold is held, so the timed calls do not share the device with work started
 // meanwhile. Without MPS a GPU time-slices between processes: a correctness trial started during a hold stretches the
 // timed calls it meets (KernelBench level 2 on an H100: 2.76 ms kernels, 3.9 ms per call on a quiet device, 6.2 ms
-// beside other evaluations). Steps already running go on (a hold never waits for them), and nothing waits for
-// quiet while its own evaluation holds the lock.
+// beside other evaluations). Steps already running go on (a hold never waits for them), nothing waits for quiet
+// while its own evaluation holds the lock, and the steps that lead into the lock (timing sets sent, the worker
+// readying its inputs) do not wait: held back, they left the lock idle between holds.
 //
 // LockUse and TimedHold account for one run's use of a device's lock (metadata.timing_lock): how often it was taken,
 // how long the run waited for it and how long it held it, so a phase's wall time shows its queueing apart from its
