@@ -50,6 +50,10 @@ nlohmann::json LockUse::ToJson() const {
   nlohmann::json j = {{"acquisitions", acquisitions}, {"wait_s", wait_s}, {"hold_s", hold_s}, {"hold", hold}};
   if (first_at >= 0) j["first_at"] = first_at;
   if (last_at >= 0) j["last_at"] = last_at;
+  if (holds.size() > 1) {
+    j["holds"] = nlohmann::json::array();
+    for (const auto& [at, until] : holds) j["holds"].push_back({at, until});
+  }
   return j;
 }
 
@@ -61,13 +65,16 @@ TimedHold::TimedHold(TimingLock* locks, const std::string& device, LockUse* use)
   held_at_ = std::chrono::steady_clock::now();
   use_->acquisitions++;
   use_->wait_s += std::chrono::duration<double>(held_at_ - t0).count();
-  if (use_->first_at < 0) use_->first_at = UnixNow();
+  const double now = UnixNow();
+  if (use_->first_at < 0) use_->first_at = now;
+  use_->holds.emplace_back(now, -1);
 }
 
 void TimedHold::Release() {
   if (!lock_.owns_lock()) return;
   use_->hold_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - held_at_).count();
   use_->last_at = UnixNow();
+  use_->holds.back().second = use_->last_at;
   locks_->MarkHeld(device_, false);
   lock_.unlock();
 }

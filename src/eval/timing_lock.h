@@ -27,6 +27,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/evaluation.h"
 
@@ -76,7 +78,10 @@ struct LockUse {
   // Wall clock (Unix seconds) of the first acquisition and the last release (< 0: none yet): a benchmark lines the
   // runs' holds up on one clock to tell a lock idle between holds from one idle before the first or after the last.
   double first_at = -1, last_at = -1;
-  // {"acquisitions", "wait_s", "hold_s", "hold"[, "first_at", "last_at"]}
+  // Each hold's (acquired, released) on the same clock, where there was more than one (a candidate's bursts take the
+  // lock again), so an idle gap between them is not read as held.
+  std::vector<std::pair<double, double>> holds;
+  // {"acquisitions", "wait_s", "hold_s", "hold"[, "first_at", "last_at"][, "holds": [[at, until], ...] (two or more)]}
   nlohmann::json ToJson() const;
 };
 

@@ -79,6 +79,14 @@ TEST(TimedHoldTest, BooksAcquisitionsWaitAndHold) {
   ASSERT_TRUE(j.contains("first_at") && j.contains("last_at"));
   EXPECT_GE(j["last_at"].get<double>() - j["first_at"].get<double>(), use.hold_s - 1e-3);
   EXPECT_FALSE(LockUse{}.ToJson().contains("first_at"));
+  // Each hold on its own: the first released before the second was taken, both inside first_at .. last_at.
+  ASSERT_EQ(j["holds"].size(), 2u);
+  const auto h0 = j["holds"][0].get<std::vector<double>>(), h1 = j["holds"][1].get<std::vector<double>>();
+  EXPECT_EQ(h0[0], j["first_at"].get<double>());
+  EXPECT_LE(h0[0], h0[1]);
+  EXPECT_LE(h0[1], h1[0]);
+  EXPECT_LE(h1[0], h1[1]);
+  EXPECT_EQ(h1[1], j["last_at"].get<double>());
 }
 
 TEST(QuietTimingTest, OffNeverWaits) {
