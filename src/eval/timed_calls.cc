@@ -86,13 +86,14 @@ class Exchange {
       }
       if (!s.ok()) return s;
     }
-    if (out_->stopped || p_.calls < 10 || !p_.bursts) return Status::Ok();
+    if (out_->stopped || !p_.bursts) return Status::Ok();
     Join();  // a wrong result skips the bursts, as it always did
-    return out_->stopped ? Status::Ok() : RunBursts();
+    return LaterBursts();
   }
 
  public:
-  // TimedBursts: the bursts of an exchange whose calls ran before.
+  // The bursts, from 10 timed calls on and never after a wrong result (here, or for TimedBursts: an exchange whose
+  // calls ran before).
   Status LaterBursts() { return out_->stopped || p_.calls < 10 ? Status::Ok() : RunBursts(); }
 
  private:

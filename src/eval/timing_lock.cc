@@ -1,5 +1,7 @@
 #include "eval/timing_lock.h"
 
+#include <algorithm>
+
 namespace kgym {
 
 TimingLock::Device& TimingLock::For(const std::string& device) {
@@ -48,7 +50,9 @@ double UnixNow() { return std::chrono::duration<double>(std::chrono::system_cloc
 
 nlohmann::json LockUse::ToJson() const {
   nlohmann::json j = {{"acquisitions", acquisitions}, {"wait_s", wait_s}, {"hold_s", hold_s}, {"hold", hold}};
-  if (first_at >= 0) j["first_at"] = first_at;
+  if (!holds.empty()) j["first_at"] = holds.front().first;
+  double last_at = -1;
+  for (const auto& h : holds) last_at = std::max(last_at, h.second);
   if (last_at >= 0) j["last_at"] = last_at;
   if (holds.size() > 1) {
     j["holds"] = nlohmann::json::array();
@@ -65,16 +69,13 @@ TimedHold::TimedHold(TimingLock* locks, const std::string& device, LockUse* use)
   held_at_ = std::chrono::steady_clock::now();
   use_->acquisitions++;
   use_->wait_s += std::chrono::duration<double>(held_at_ - t0).count();
-  const double now = UnixNow();
-  if (use_->first_at < 0) use_->first_at = now;
-  use_->holds.emplace_back(now, -1);
+  use_->holds.emplace_back(UnixNow(), -1);
 }
 
 void TimedHold::Release() {
   if (!lock_.owns_lock()) return;
   use_->hold_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - held_at_).count();
-  use_->last_at = UnixNow();
-  use_->holds.back().second = use_->last_at;
+  use_->holds.back().second = UnixNow();
   locks_->MarkHeld(device_, false);
   lock_.unlock();
 }

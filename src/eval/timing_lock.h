@@ -75,13 +75,12 @@ struct LockUse {
   int acquisitions = 0;
   double wait_s = 0, hold_s = 0;
   nlohmann::json hold = nlohmann::json::object();
-  // Wall clock (Unix seconds) of the first acquisition and the last release (< 0: none yet): a benchmark lines the
+  // Each hold's (acquired, released) on the wall clock (Unix seconds; released < 0 while held): a benchmark lines the
   // runs' holds up on one clock to tell a lock idle between holds from one idle before the first or after the last.
-  double first_at = -1, last_at = -1;
-  // Each hold's (acquired, released) on the same clock, where there was more than one (a candidate's bursts take the
-  // lock again), so an idle gap between them is not read as held.
   std::vector<std::pair<double, double>> holds;
-  // {"acquisitions", "wait_s", "hold_s", "hold"[, "first_at", "last_at"][, "holds": [[at, until], ...] (two or more)]}
+  // {"acquisitions", "wait_s", "hold_s", "hold"[, "first_at" (first acquisition), "last_at" (last release)]
+  //  [, "holds": [[at, until], ...] where there were two or more (a candidate's bursts take the lock again), so an
+  //  idle gap between them is not read as held]}
   nlohmann::json ToJson() const;
 };
 
