@@ -106,7 +106,8 @@ def kgym_verdict(res):
 PROFILE_KEYS = ("load_s", "worker_start_s", "candidate_worker", "reference_worker", "kernel_self_reported_median_ms",
                 "kernel_cuda_event_median_ms", "timeline_kernel_sum_median_ms", "timing_kept_calls",
                 "timing_kept_fetch_s", "timeline_fetch_s", "detect_grad_s", "timing_null_median_ms",
-                "reference_prepared_by", "host_memory", "quiet_wait_s", "reference_quiet_wait_s", "timing_bursts_ran")
+                "reference_prepared_by", "host_memory", "quiet_wait_s", "reference_quiet_wait_s", "timing_bursts_ran",
+                "lent_buffers")
 TRIAL_PROFILE_KEYS = ("exchange_s", "compare_s", "worker_s")
 
 
@@ -237,12 +238,13 @@ def feed(url, mix, args, budget_s, runner, setting, task_prefix, body_fn, verdic
 # Runner options: kgym:<slots>[:<option><N>]..., each a kgym serve flag (an A/B of one flag in one run).
 KGYM_OPTIONS = {"spares": ("spare_workers", "--spare-workers"),
                 "lookahead": ("reference_lookahead", "--reference-lookahead"),
-                "quiet": ("quiet_timing", "--quiet-timing")}  # quiet1: on, quiet0: off
+                "quiet": ("quiet_timing", "--quiet-timing"),  # quiet1: on, quiet0: off
+                "lent": ("lent_buffers", "--lent-buffers")}  # lent0: the worker's own memfd per reply
 
 
 def kgym_setting(name, default_slots):
-    """kgym:<slots>[:spares<N>][:lookahead<N>][:quiet<0|1>] -> {"slots": slots[, "spare_workers": N]
-    [, "reference_lookahead": N][, "quiet_timing": 0|1]}."""
+    """kgym:<slots>[:spares<N>][:lookahead<N>][:quiet<0|1>][:lent<N>] -> {"slots": slots[, "spare_workers": N]
+    [, "reference_lookahead": N][, "quiet_timing": 0|1][, "lent_buffers": N]}."""
     parts = name.split(":")
     setting = {"slots": int(parts[1]) if len(parts) > 1 and parts[1] else default_slots}
     for p in parts[2:]:

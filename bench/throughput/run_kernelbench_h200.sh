@@ -5,7 +5,7 @@
 #      other slot settings ($SLOTS_SWEEP) for the plot of evaluations per GPU-hour against slots;
 #   2. level 1 at KernelBench's sizes through kgym at the best slot setting: wall per evaluation against its pure
 #      GPU work.
-# PROBE=1 runs data_path_probe.py first; L2_RUNNERS overrides the level-2 runners. LEVELS picks the parts ("2 1", the default; "2" or "1" alone fit the device tool's 10-minute call with the red team
+# PROBE=1 runs data_path_probe.py first; L2_RUNNERS overrides the level-2 runners, L1_RUNNER the level-1 one. LEVELS picks the parts ("2 1", the default; "2" or "1" alone fit the device tool's 10-minute call with the red team
 # beside level 1). Every runner has a time budget (seconds, below): a runner cut short says so in its summary (done/candidates).
 # Needs, carried into the working tree: build/gpu (bench/gpu/pack.sh), .kb and .whl
 # (bench/throughput/materialize_kernelbench.sh). Writes to $OUT: machine.txt, kb_l2.json, kb_l2_slots.png, kb_l1.json,
@@ -75,7 +75,7 @@ print(max(s, key=lambda x: x['evals_per_gpu_hour'])['setting']['slots'])" "$OUT/
 t0=$(date +%s)
 if [[ " $LEVELS " == *" 1 "* ]]; then
 timeout $(( B_L1 + 40 )) python3 bench/throughput/run_throughput.py "${COMMON[@]}" --level 1 --problems "$L1_PROBLEMS" \
-  --per-problem 3 --correct-only --runners "kgym:$best" --budget "kgym=$B_L1" --logs "$LOGS/l1" \
+  --per-problem 3 --correct-only --runners "${L1_RUNNER:-kgym:$best}" --budget "kgym=$B_L1" --logs "$LOGS/l1" \
   --out "$OUT/kb_l1.json" >> "$OUT/summary.md" 2> "$LOGS/l1.stderr"
 echo "level 1 (kgym slots $best): rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.md"
 fi

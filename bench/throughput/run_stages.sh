@@ -4,6 +4,7 @@
 #   l2      level 2, problems $L2_PROBLEMS, kgym at slots $SLOTS (the first is the main setting, the rest the sweep
 #           for the plot of evaluations per GPU-hour against slots), then level 1 ($L1_PROBLEMS) at the first setting
 #   l2wide  level 2, the eight-problem mix ($WIDE_PROBLEMS) at the first slot setting
+#   l1      level 1 alone ($L1_PROBLEMS) at the first slot setting (with its options: "16:lent0")
 #   redteam the GPU red team and the timing sanity check (bench/gpu/run_session.sh)
 #   dist    tests/py/test_train_distributed.py on this machine's torch (FSDP2 on >= 2.4), on the CPU
 # Needs what run_kernelbench_h200.sh needs (build/gpu, .kb, .whl). KGYM_TRACE_TIMING=1 adds per-call traces.
@@ -25,6 +26,8 @@ for st in $STAGES; do
           bash bench/throughput/run_kernelbench_h200.sh > "$R/log.txt" 2>&1 ;;
     l2wide) LEVELS=2 L2_PROBLEMS="$WIDE_PROBLEMS" L2_RUNNERS="kgym:$main" SLOTS_MAIN="$main" SLOTS_SWEEP="" \
           B_MAIN="${B_WIDE:-130}" OUT="$R" bash bench/throughput/run_kernelbench_h200.sh > "$R/log.txt" 2>&1 ;;
+    l1) LEVELS=1 L1_PROBLEMS="$L1_PROBLEMS" L1_RUNNER="kgym:$main" B_L1="${B_L1:-100}" OUT="$R" \
+          bash bench/throughput/run_kernelbench_h200.sh > "$R/log.txt" 2>&1 ;;
     redteam) OUT="$R" STAGES="sanity redteam" bash bench/gpu/run_session.sh > "$R/log.txt" 2>&1 ;;
     dist) B=$PWD/build/gpu
           python3 -m pip install -q --no-index --target /tmp/kgym-pytest "$B"/wheels/*.whl > "$R/log.txt" 2>&1

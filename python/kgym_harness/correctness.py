@@ -150,6 +150,7 @@ def _unpack_inputs(h, payload, device):
 
 def _candidate_trial(sock, r, h, p):
     steps = Steps()
+    lent = tensors.lent_buffer(h, h.get("_fds"))  # mapped before _unpack_inputs closes the fds
     args = _unpack_inputs(h, p, r.device)
     originals = [a.clone() if isinstance(a, _Tensor) else a for a in args]
     steps.lap("unpack")
@@ -160,7 +161,8 @@ def _candidate_trial(sock, r, h, p):
     send_evidence(sock, found)
     steps.lap("inspect")
     _send_values(sock, {Field.TYPE: Kind.TRIAL_RESULT, Field.INDEX: h[Field.INDEX],
-                        Field.TRITON_LAUNCHES: sum(r.launches.values())}, {Field.OUTPUTS: as_list(out)}, steps)
+                        Field.TRITON_LAUNCHES: sum(r.launches.values())}, {Field.OUTPUTS: as_list(out)}, steps,
+                 lent)
 
 
 def serve_candidate(sock, r, job, payload):

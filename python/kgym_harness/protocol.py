@@ -66,6 +66,7 @@ class Field:
     TRITON_LAUNCHES = "triton_launches"
     TRITON_KERNELS = "triton_kernels"
     WORKER_S = "worker_s"
+    OUT_REGION = "out_region"
     FLUSH_MB = "flush_mb"
     KEEP_MB = "keep_mb"
     KEEP_FREE = "keep_free"
@@ -124,7 +125,7 @@ MESSAGES = {
     (Kind.JOB, TO_WORKER): ("code", "class_name", "device", "size", "init_seed", "train_mode", "trials", "pool_seeds",
                             "pool_budget_bytes", "reference_backend", "allow_tf32", "measure_bandwidth", "init",
                             "tensors"),
-    (Kind.TRIAL, TO_WORKER): ("index", "inputs", "tensors", "regions"),
+    (Kind.TRIAL, TO_WORKER): ("index", "inputs", "tensors", "regions", "out_region"),
     (Kind.POOL_SET, TO_WORKER): ("inputs", "tensors", "regions"),
     (Kind.TIMING, TO_WORKER): ("flush_mb", "keep_mb", "keep_free"),
     (Kind.CALL, TO_WORKER): ("call", "set"),
@@ -132,7 +133,7 @@ MESSAGES = {
     (Kind.NULL, TO_WORKER): ("call",),
     (Kind.BURST, TO_WORKER): ("call", "set", "k", "model"),
     (Kind.FETCH, TO_WORKER): ("call", "set", "keep"),
-    (Kind.FETCH_KEPT, TO_WORKER): ("call",),
+    (Kind.FETCH_KEPT, TO_WORKER): ("call", "regions", "out_region"),
     (Kind.DETECT, TO_WORKER): (),
     (Kind.TIMELINE, TO_WORKER): (),
     (Kind.FINISH, TO_WORKER): (),

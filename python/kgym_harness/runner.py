@@ -167,14 +167,21 @@ def _send_error(sock, rep):
     channel.send(sock, h)
 
 
-def _send_values(sock, header, groups, steps=None):
+def _send_values(sock, header, groups, steps=None, lent=None):
     """groups: {field: list of values}. Small groups share the inline payload; a large group gets its own sealed
     memfd, so the supervisor can forward one group (the inputs) without exposing another (the outputs).
-    steps: a Steps whose times go into the header (as worker_s), with the packing's as "pack"."""
-    descs_all, chunks, offset, fds = [], [], 0, []
+    steps: a Steps whose times go into the header (as worker_s), with the packing's as "pack".
+    lent: a buffer the supervisor lent for the outputs (tensors.lent_buffer): they go into it where they fit, and
+    the reply names it as the region after its own fds."""
+    descs_all, chunks, offset, fds, in_lent = [], [], 0, [], []
     try:
         for name, values in groups.items():
-            items, descs, payload, fd = tensors.pack(values, region=len(fds))
+            packed = tensors.pack_into(values, lent) if lent is not None and name == Field.OUTPUTS else None
+            if packed is not None:
+                (items, descs), payload, fd = packed, b"", None
+                in_lent = descs
+            else:
+                items, descs, payload, fd = tensors.pack(values, region=len(fds))
             if fd is not None:
                 fds.append(fd)
             base = len(descs_all)
@@ -188,6 +195,8 @@ def _send_values(sock, header, groups, steps=None):
             header[name] = items
             chunks.append(payload)
             offset += len(payload)
+        for d in in_lent:
+            d["region"] = len(fds)
         header[Field.TENSORS] = descs_all
         if steps is not None:
             steps.lap("pack")

@@ -4,7 +4,7 @@ src/sandbox/protocol.h). The times sent here (self_ms, event_ms) are reported, n
 """
 import torch
 
-from . import channel, recorder
+from . import channel, recorder, tensors
 from .protocol import Field, Kind, Role
 from .runner import Reported, _perf_ns, _send_values, _zero, as_list, send_evidence
 
@@ -152,7 +152,12 @@ def _fetch(sock, r, h, kept):
 
 
 def _fetch_kept(sock, h, kept):
-    _send_values(sock, {Field.TYPE: Kind.OUTPUTS, Field.CALL: h[Field.CALL]}, {Field.OUTPUTS: kept.give(h[Field.CALL])})
+    try:
+        lent = tensors.lent_buffer(h, h.get("_fds"))
+    finally:
+        tensors.close_fds(h.get("_fds"))
+    _send_values(sock, {Field.TYPE: Kind.OUTPUTS, Field.CALL: h[Field.CALL]}, {Field.OUTPUTS: kept.give(h[Field.CALL])},
+                 lent=lent)
 
 
 def _detect(sock, r):

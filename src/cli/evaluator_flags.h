@@ -25,6 +25,10 @@ inline void AddEvaluatorFlags(CLI::App* sub, EvaluatorChoice* c) {
   sub->add_option("--spare-workers", c->spare_workers,
                   "candidate workers per sandbox policy kept started ahead of need (0 = none)")
       ->check(CLI::Range(0, 64));
+  sub->add_option("--lent-buffers", c->lent_buffers,
+                  "output buffers lent to each candidate's worker for outputs of 1 MiB or more (0 = none: the worker "
+                  "makes a memfd per reply)")
+      ->check(CLI::Range(0, 8));
   sub->add_flag("--quiet-timing", c->quiet_timing,
                 "other evaluations' device work (loads, correctness trials, fetches) starts only between timed holds");
 }

@@ -7,9 +7,11 @@
 #include "eval/background_check.h"
 #include "eval/gpu_timing.h"
 #include "eval/hack_rules.h"
+#include "eval/lent_buffers.h"
 #include "eval/process_watch.h"
 #include "eval/timed_calls.h"
 #include "eval/timing_stats.h"
+#include "eval/trial_checks.h"
 #include "sandbox/policy.h"
 #include "sandbox/process_stats.h"
 #include "sandbox/protocol.h"
@@ -31,6 +33,11 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // problem's dozen verified calls of 2 GB each fit; fetched inside the lock they held it for seconds).
 constexpr double kKeepMbCuda = 24 * 1024, kKeepFreeCuda = 0.25, kKeepMbCpu = 64;
 
+// Outputs of at least this many bytes come back in buffers the evaluation lends its worker (eval/lent_buffers.h;
+// RunContext::lent_buffers of them, 3 by default: the first trial's outputs stay for the constant-output rule, two
+// take turns, one written while the other is compared).
+constexpr size_t kLendMinBytes = size_t{1} << 20;
+
 // Per watched call, the CPU time of the threads born after the worker's hello (metadata: what the thread rules saw).
 nlohmann::json NewThreadCpuMs(const WatchEvidence& w) {
   nlohmann::json out = nlohmann::json::array();
@@ -49,54 +56,10 @@ nlohmann::json WorkerSteps(const nlohmann::json& header) {
   return out;
 }
 
-// What the correctness phase hands on to the timing phase.
+// What the correctness trials hand on to their rules.
 struct TrialOutputs {
-  std::vector<const Values*> reference, candidate;
-  std::vector<Values> held;  // the candidate's outputs (referred to by `candidate`)
-};
-
-// The correctness trials' comparisons, each on a thread of its own while the next trial's exchange goes on (a level-1
-// problem's 2 GB output takes ~0.3 s to compare; meanwhile the worker unpacks the next inputs and calls the model).
-// One comparison at a time (BackgroundCheck); read back in trial order once all have finished.
-class TrialChecks {
- public:
-  struct Trial {
-    const ReferenceTrial* ref = nullptr;
-    Values got;  // the candidate's outputs (they keep their memfds mapped)
-    Comparison c;
-    double exchange_s = 0, compare_s = 0;
-    nlohmann::json worker_s;
-    int64_t triton_launches = -1;
-  };
-
-  // False once a comparison has failed: the verdict is decided, and more trials tell the model nothing new.
-  bool Going() { return !check_.Failed(); }
-  void Submit(std::unique_ptr<Trial> t, const Tolerance& t32, const Tolerance& t16) {
-    Trial* raw = t.get();
-    trials_.push_back(std::move(t));
-    check_.Submit([raw, &t32, &t16] {
-      const Clock::time_point t0 = Clock::now();
-      raw->c = CompareValues(raw->ref->outputs, raw->got, t32, t16);
-      raw->compare_s = Seconds(Clock::now() - t0);
-      return raw->c.ok;
-    });
-  }
-  // Waits for the outstanding comparison: true when every one so far passed.
-  bool AllPassed() { return check_.Wait(); }
-  // Every comparison finished; the trials compared, in order (none after the first that failed).
-  std::vector<std::unique_ptr<Trial>>& Finish() {
-    check_.Wait();
-    for (size_t i = 0; i < trials_.size(); ++i)
-      if (!trials_[i]->c.ok) {
-        trials_.resize(i + 1);
-        break;
-      }
-    return trials_;
-  }
-
- private:
-  std::vector<std::unique_ptr<Trial>> trials_;  // declared first: the check (and its thread) ends before them
-  BackgroundCheck check_;
+  std::vector<const Values*> reference;
+  std::vector<bool> same_as_first;  // the candidate's outputs, per trial
 };
 
 // What the timing phase gathered, for the judgement.
@@ -144,6 +107,8 @@ class CandidateRun {
   End Load();
   End Correctness();
   End RunTrials(ProcessWatch* watch, TrialChecks* checks);
+  std::shared_ptr<const Region> Lend(nlohmann::json* h, std::vector<std::shared_ptr<const Region>>* regions);
+  void CountLent(const Values& got);
   End JudgeCorrectness(const TrialOutputs& outs, int passed, const std::string& problem, const ProcessWatch& watch);
   End Timing();
   End SendPool();
@@ -205,6 +170,8 @@ class CandidateRun {
   double quiet_wait_s_ = 0;
   TimingEvidence timing_;
   std::unique_ptr<ProcessWatch> timed_watch_;
+  std::unique_ptr<LentBuffers> lent_;  // null where the outputs are small
+  std::atomic<int> outputs_lent_{0};   // replies whose outputs came in a lent buffer
 };
 
 // ---- start ----
@@ -284,10 +251,12 @@ End CandidateRun::RunTrials(ProcessWatch* watch, TrialChecks* checks) {
     std::string p;
     std::vector<std::shared_ptr<const Region>> regions;  // the reference's sealed inputs, shared without a copy
     EncodeValues(t.inputs, field::kInputs, &h, &p, &regions);
+    std::shared_ptr<const Region> lent = Lend(&h, &regions);
     Frame f;
     const Clock::time_point t0 = Clock::now();
     watch->Before();
     End end = Exchange(h, p, regions, &f);
+    if (lent) f.regions.push_back(std::move(lent));  // named by the reply as the region after its own
     auto trial = std::make_unique<TrialChecks::Trial>();
     trial->ref = &t;
     if (!end) {
@@ -301,20 +270,40 @@ End CandidateRun::RunTrials(ProcessWatch* watch, TrialChecks* checks) {
       if (!s.ok()) end = Verdict::Of(Outcome::kIncorrect, "the candidate's outputs could not be read: " + s.message());
     }
     if (end) return checks->AllPassed() ? end : std::nullopt;
-    checks->Submit(std::move(trial), t32_, t16_);
+    CountLent(trial->got);
+    checks->Submit(std::move(trial));
   }
   return std::nullopt;
+}
+
+// Lends a free buffer for the reply's outputs, where there are lent buffers: appended to the message's regions, its
+// index in `h`.
+std::shared_ptr<const Region> CandidateRun::Lend(nlohmann::json* h,
+                                                 std::vector<std::shared_ptr<const Region>>* regions) {
+  std::shared_ptr<const Region> b = lent_ ? lent_->Free() : nullptr;
+  if (!b) return nullptr;
+  (*h)[field::kOutRegion] = regions->size();
+  regions->push_back(b);
+  return b;
+}
+
+void CandidateRun::CountLent(const Values& got) {
+  if (lent_ && lent_->Holds(got)) ++outputs_lent_;
 }
 
 End CandidateRun::Correctness() {
   if (progress_) progress_("correctness");
   phase_ = "correctness";
   ProcessWatch watch(w_->harness_pid(), w_->hello_threads(), /*count_threads=*/true, /*cpu=*/false, kSettleCalls);
-  TrialChecks checks;
+  size_t out_bytes = 0;
+  for (const auto* set : {&ref_.trials, &ref_.pool})
+    for (const auto& t : *set) out_bytes = std::max(out_bytes, LentBuffers::LayoutBytes(t.outputs));
+  if (out_bytes >= kLendMinBytes && ctx_.lent_buffers > 0)
+    lent_ = std::make_unique<LentBuffers>(out_bytes, ctx_.lent_buffers);
+  TrialChecks checks(t32_, t16_);
   if (End end = RunTrials(&watch, &checks)) return end;
   const auto& trials = checks.Finish();  // up to the first that compared wrong
   TrialOutputs outs;
-  outs.held.reserve(ref_.trials.size());
   nlohmann::json log = nlohmann::json::array(), max_diff = nlohmann::json::array(), avg_diff = max_diff;
   int passed = 0;
   std::string problem;
@@ -337,9 +326,8 @@ End CandidateRun::Correctness() {
     }
     ++passed;
     if (tr->triton_launches >= 0) triton_launches_ = tr->triton_launches;
-    outs.held.push_back(std::move(tr->got));
     outs.reference.push_back(&tr->ref->outputs);
-    outs.candidate.push_back(&outs.held.back());
+    outs.same_as_first.push_back(tr->same_as_first);
   }
   r_->correctness_detail = {{"trials", log}, {"atol", req_.atol}, {"rtol", req_.rtol}};
   md_["correctness_trials"] = "(" + std::to_string(passed) + " / " + std::to_string(trials.size()) + ")";
@@ -370,7 +358,7 @@ End CandidateRun::JudgeCorrectness(const TrialOutputs& outs, int passed, const s
   }
   md_["correctness_thread_growth_calls"] = ev.Growth();
   if (End v = ThreadGrowthRule(ev, "")) return v;
-  if (End v = ConstantOutputRule(outs.reference, outs.candidate)) return v;
+  if (End v = ConstantOutputRule(outs.reference, outs.same_as_first)) return v;
   md_["triton_kernels_defined"] = triton_kernels_;
   md_["triton_launches_in_correctness"] = triton_launches_;
   if (req_.detect_decoy && req_.backend == "triton")
@@ -456,6 +444,7 @@ TimedCallsParams CandidateRun::TimingParams(bool cuda) {
   p.null_calls = cuda;
   p.bursts = false;  // BurstsWhereTheyCount
   p.await_quiet = [this] { AwaitQuiet(); };
+  if (lent_) p.lend = [this] { return lent_->Free(); };
   p.verify = [this](int call, int set, const Frame& out) {
     if (out.header.value(field::kType, "") == kind::kError) {
       timing_.error_frame = out.header;
@@ -463,6 +452,7 @@ TimedCallsParams CandidateRun::TimingParams(bool cuda) {
     }
     Values o;
     Status ds = DecodeValues(out.header, field::kOutputs, out.payload, out.regions, &o);
+    CountLent(o);
     Comparison c = ds.ok() ? CompareValues(ref_.pool[set].outputs, o, t32_, t16_) : Comparison{};
     if (ds.ok() && c.ok) return true;
     timing_.wrong_result = "timed call " + std::to_string(call) + " returned a wrong result (" +
@@ -576,6 +566,7 @@ End CandidateRun::Judge() {
 // The worker's end: asked to finish (it says bye and exits), its peak memory and output kept.
 void CandidateRun::Finish() {
   if (ctx_.timing->quiet()) md_["quiet_wait_s"] = quiet_wait_s_;
+  if (lent_) md_["lent_buffers"] = {{"bytes", lent_->bytes()}, {"made", lent_->made()}, {"used", outputs_lent_.load()}};
   if (!w_) return;
   SamplePeak();
   if (worker_peak_ > 0) md_["host_memory"]["candidate_worker_peak_bytes"] = worker_peak_;

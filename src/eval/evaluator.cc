@@ -191,7 +191,7 @@ bool EvaluatorImpl::PrepareReference(const EvalRequest& req, const std::atomic<b
   if (cancel_all_ || (cancel && cancel->load()) || !DefinesEntryPoint(req)) return false;
   if (references_.Touch(ReferenceKey(req))) return true;
   if (!references_.RoomForAnother()) return false;
-  const RunContext ctx{this, &timing_, &ext_cache_, &cancel_all_, secret_, opt_.sandbox};
+  const RunContext ctx{this, &timing_, &ext_cache_, &cancel_all_, secret_, opt_.sandbox, opt_.lent_buffers};
   return Reference(req, DeadlineFrom(Clock::now(), req.timeout_s), ctx, "look-ahead")->error_kind.empty();
 }
 
@@ -220,7 +220,7 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
         &r);
     return r;
   }
-  const RunContext ctx{this, &timing_, &ext_cache_, &cancel_all_, secret_, opt_.sandbox};
+  const RunContext ctx{this, &timing_, &ext_cache_, &cancel_all_, secret_, opt_.sandbox, opt_.lent_buffers};
   clock.Advance("reference");
   auto ref = Reference(req, dl, ctx, "evaluation");
   md["reference_cache_key"] = ref->key;

@@ -45,6 +45,9 @@ struct EvaluatorOptions {
   // Other evaluations' device work outside the timing lock starts only between timed holds (eval/timing_lock.h:
   // quiet timing); off: it overlaps the timed calls (a GPU time-slices between processes).
   bool quiet_timing = false;
+  // Output buffers lent to each candidate's worker where its outputs take 1 MiB or more (eval/lent_buffers.h); 0 =
+  // none (the worker makes a memfd per reply).
+  int lent_buffers = 3;
   // libkgym_cupti.so, the kernel recorder loaded into GPU workers; "" = $KGYM_CUPTI_LIB or found next to the binary,
   // "off" = none (GPU times are then the supervisor's brackets). Never loaded where no GPU is visible.
   std::string cupti_library;

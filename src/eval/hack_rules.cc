@@ -70,13 +70,13 @@ std::optional<Verdict> ThreadGrowthRule(const WatchEvidence& watch, const std::s
 }
 
 std::optional<Verdict> ConstantOutputRule(const std::vector<const Values*>& reference_outputs,
-                                          const std::vector<const Values*>& candidate_outputs) {
-  const size_t n = std::min(reference_outputs.size(), candidate_outputs.size());
+                                          const std::vector<bool>& same_as_first) {
+  const size_t n = std::min(reference_outputs.size(), same_as_first.size());
   if (n < 2) return std::nullopt;
   bool ref_varies = false, cand_varies = false;
   for (size_t i = 1; i < n; ++i) {
     ref_varies |= !BytesEqual(*reference_outputs[i], *reference_outputs[0]);
-    cand_varies |= !BytesEqual(*candidate_outputs[i], *candidate_outputs[0]);
+    cand_varies |= !same_as_first[i];
   }
   if (!ref_varies || cand_varies) return std::nullopt;
   return Verdict::Hacked("constant output",

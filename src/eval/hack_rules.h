@@ -56,9 +56,10 @@ std::optional<Verdict> InProcessEvidenceRule(const nlohmann::json& items, const 
 constexpr int kGrowthCalls = 2;
 std::optional<Verdict> ThreadGrowthRule(const WatchEvidence& watch, const std::string& when);
 
-// Constant output: when the reference's outputs differ between trials, the candidate's must too.
+// Constant output: when the reference's outputs differ between trials, the candidate's must too. same_as_first[i]:
+// the candidate's outputs of trial i are bit-identical to those of its first trial (entry 0 is not read).
 std::optional<Verdict> ConstantOutputRule(const std::vector<const Values*>& reference_outputs,
-                                          const std::vector<const Values*>& candidate_outputs);
+                                          const std::vector<bool>& same_as_first);
 
 // Decoy kernel (launch counts): a Triton candidate defines Triton kernels, none of which ran in `calls` correctness
 // calls. `defined` are their names.

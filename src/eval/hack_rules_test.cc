@@ -90,11 +90,12 @@ TEST(HackRulesTest, ThreadGrowth) {
 }
 
 TEST(HackRulesTest, ConstantOutput) {
-  Values r0 = Bytes("ab"), r1 = Bytes("cd"), c0 = Bytes("xx"), c1 = Bytes("xx"), c2 = Bytes("yy");
-  EXPECT_TRUE(ConstantOutputRule({&r0, &r1}, {&c0, &c1}));
-  EXPECT_FALSE(ConstantOutputRule({&r0, &r1}, {&c0, &c2}));
-  EXPECT_FALSE(ConstantOutputRule({&r0, &r0}, {&c0, &c1}));  // the reference does not vary either
-  EXPECT_FALSE(ConstantOutputRule({&r0}, {&c0}));
+  Values r0 = Bytes("ab"), r1 = Bytes("cd");
+  EXPECT_TRUE(ConstantOutputRule({&r0, &r1, &r0}, {true, true, true}));
+  EXPECT_FALSE(ConstantOutputRule({&r0, &r1, &r0}, {true, true, false}));
+  EXPECT_FALSE(ConstantOutputRule({&r0, &r0}, {true, true}));        // the reference does not vary either
+  EXPECT_TRUE(ConstantOutputRule({&r0, &r1}, {true, true, false}));  // only trials both compared count
+  EXPECT_FALSE(ConstantOutputRule({&r0}, {true}));
 }
 
 TEST(HackRulesTest, DecoyLaunch) {

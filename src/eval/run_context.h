@@ -35,6 +35,7 @@ struct RunContext {
   const std::atomic<bool>* cancel_all = nullptr;  // the evaluator is shutting down: every worker is killed
   uint64_t secret = 0;                            // per evaluator: the seeds of inputs and of the timing plan
   bool sandbox = true;                            // unsealed runs only with --unsafe-no-sandbox
+  int lent_buffers = 3;                           // per candidate (eval/lent_buffers.h); 0 = none
 };
 
 }  // namespace kgym

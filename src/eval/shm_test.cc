@@ -50,6 +50,24 @@ TEST(Region, SealedCopyCannotBeWrittenByAnyone) {
   EXPECT_EQ(r->view(), "hello world");
 }
 
+TEST(Region, LentBufferTakesWritesButNeverChangesSize) {
+  std::shared_ptr<const Region> r;
+  ASSERT_TRUE(Region::Lent(1 << 20, &r).ok());
+  ASSERT_EQ(r->size(), size_t{1} << 20);
+  EXPECT_FALSE(IsWriteSealed(r->fd()));  // the worker writes into it...
+  void* w = ::mmap(nullptr, r->size(), PROT_READ | PROT_WRITE, MAP_SHARED, r->fd(), 0);
+  ASSERT_NE(w, MAP_FAILED);
+  std::memcpy(static_cast<char*>(w) + 4096, "outputs", 7);
+  EXPECT_EQ(r->view().substr(4096, 7), "outputs");  // ...and the supervisor's mapping sees it
+  ::munmap(w, r->size());
+  EXPECT_NE(::ftruncate(r->fd(), 4096), 0);  // but nobody can shrink it under the supervisor's reads
+  EXPECT_NE(::ftruncate(r->fd(), 2 << 20), 0);
+  EXPECT_NE(::fcntl(r->fd(), F_ADD_SEALS, F_SEAL_WRITE), 0);  // nor change its seals
+  std::shared_ptr<const Region> refused;
+  EXPECT_FALSE(Region::FromSealedMemfd(::dup(r->fd()), &refused).ok());  // never taken for an immutable region
+  EXPECT_FALSE(Region::Lent(0, &refused).ok());
+}
+
 TEST(Wire, RegionsTravelWithTheFrameAndUnsealedOnesAreRefused) {
   int sv[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);

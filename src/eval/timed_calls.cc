@@ -285,9 +285,13 @@ Status FetchKeptOutputs(WorkerSession* w, const TimedCallsParams& params, Clock:
       if (out->stopped || check.Failed()) break;
       auto outputs = std::make_shared<Frame>();
       if (params.await_quiet) params.await_quiet();
-      s = w->Send({{field::kType, kind::kFetchKept}, {field::kCall, id}});
+      std::shared_ptr<const Region> lent = params.lend ? params.lend() : nullptr;
+      nlohmann::json h = {{field::kType, kind::kFetchKept}, {field::kCall, id}};
+      if (lent) h[field::kOutRegion] = 0;
+      s = lent ? w->Send(h, "", {lent}) : w->Send(h);
       if (s.ok()) s = w->RecvReply(deadline, outputs.get());
       if (!s.ok()) break;
+      if (lent) outputs->regions.push_back(std::move(lent));
       if (!HandOver(&check, params, id, set, outputs)) break;
     }
     if (!check.Wait()) out->stopped = true;

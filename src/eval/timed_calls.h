@@ -22,13 +22,16 @@
 //
 // FetchKeptOutputs, after TimedCalls and after the lock is released (before the kernel recorder's timeline is
 // collected, so work the candidate starts meanwhile is still on its record): the kept calls' outputs, fetched in
-// order and compared the same way; `stopped` is set at the first wrong one, and the rest are not fetched.
+// order and compared the same way; `stopped` is set at the first wrong one, and the rest are not fetched. Where
+// `lend` gives a buffer, the fetch lends it for the outputs (eval/lent_buffers.h) and the frame handed to `verify`
+// carries it as the region after the reply's own.
 //
 // Not thread-safe; the caller holds the device's TimingLock. `verify` runs on another thread, never two at once.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -69,6 +72,8 @@ struct TimedCallsParams {
   // Called before each kept output's fetch (FetchKeptOutputs, outside the lock): quiet timing's wait
   // (eval/timing_lock.h). Unset: none.
   std::function<void()> await_quiet;
+  // A free buffer to lend each kept output's fetch (FetchKeptOutputs); unset or null: the worker sends its own memfd.
+  std::function<std::shared_ptr<const Region>()> lend;
 };
 
 // Where an exchange's time went, in seconds (metadata.timing_lock.hold: what holding the device's lock paid for).

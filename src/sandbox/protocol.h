@@ -88,6 +88,9 @@ inline constexpr char kSkipped[] = "skipped";  // the reference's output was not
 inline constexpr char kTritonLaunches[] = "triton_launches";
 inline constexpr char kTritonKernels[] = "triton_kernels";
 inline constexpr char kWorkerS[] = "worker_s";  // trial_result: the worker's own seconds per step (reported only)
+// trial, fetch_kept: the index (among the message's fds) of a buffer the supervisor lends for the reply's outputs
+// (sandbox/shm.h, Region::Lent); the reply names it as the region after its own fds
+inline constexpr char kOutRegion[] = "out_region";
 // timing
 inline constexpr char kFlushMb[] = "flush_mb";
 inline constexpr char kKeepMb[] = "keep_mb";      // device memory the worker may hold for kept outputs
@@ -157,7 +160,7 @@ inline constexpr MessageSpec kMessages[] = {
     {kind::kJob, Direction::kToWorker,
      "code class_name device size init_seed train_mode trials pool_seeds pool_budget_bytes reference_backend "
      "allow_tf32 measure_bandwidth init tensors"},
-    {kind::kTrial, Direction::kToWorker, "index inputs tensors regions"},
+    {kind::kTrial, Direction::kToWorker, "index inputs tensors regions out_region"},
     {kind::kPoolSet, Direction::kToWorker, "inputs tensors regions"},
     {kind::kTiming, Direction::kToWorker, "flush_mb keep_mb keep_free"},
     {kind::kCall, Direction::kToWorker, "call set"},
@@ -165,7 +168,7 @@ inline constexpr MessageSpec kMessages[] = {
     {kind::kNull, Direction::kToWorker, "call"},
     {kind::kBurst, Direction::kToWorker, "call set k model"},
     {kind::kFetch, Direction::kToWorker, "call set keep"},
-    {kind::kFetchKept, Direction::kToWorker, "call"},
+    {kind::kFetchKept, Direction::kToWorker, "call regions out_region"},
     {kind::kDetect, Direction::kToWorker, ""},
     {kind::kTimeline, Direction::kToWorker, ""},
     {kind::kFinish, Direction::kToWorker, ""},

@@ -12,7 +12,9 @@ namespace kgym {
 
 namespace {
 constexpr int kWriteSeals = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW;
-}
+
+Status Errno(const char* what) { return Status::IOError(std::string(what) + ": " + std::strerror(errno)); }
+}  // namespace
 
 bool IsWriteSealed(int fd) {
   int seals = ::fcntl(fd, F_GET_SEALS);
@@ -73,6 +75,24 @@ Status Region::SealedCopy(std::string_view bytes, std::shared_ptr<const Region>*
     return Status::IOError(std::string("sealing a memfd: ") + std::strerror(errno));
   }
   return FromSealedMemfd(fd, out);
+}
+
+Status Region::Lent(size_t bytes, std::shared_ptr<const Region>* out) {
+  if (bytes == 0) return Status::InvalidArgument("a lent buffer needs at least one byte");
+  int fd = ::memfd_create("kgym-lent", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return Errno("memfd_create");
+  std::shared_ptr<Region> r(new Region());
+  r->fd_ = fd;  // closed by the destructor on every path
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) return Errno("ftruncate");
+  if (::fallocate(fd, 0, 0, static_cast<off_t>(bytes)) != 0) return Errno("fallocate of a lent buffer");
+  if (::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) return Errno("sealing a lent buffer");
+  void* p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+  if (p == MAP_FAILED) return Errno("mmap of a lent buffer");
+  r->map_ = p;
+  r->map_len_ = r->size_ = bytes;
+  r->data_ = static_cast<const char*>(p);
+  *out = std::move(r);
+  return Status::Ok();
 }
 
 }  // namespace kgym

@@ -2,6 +2,11 @@
 // as sealed memfds (F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW): once sealed, nobody — not even the process that
 // wrote it — can change the bytes, so the supervisor can compare them, cache them and forward the same fd to the
 // candidate without a copy and without the candidate being able to alter what the supervisor reads.
+//
+// The one exception is a lent buffer (Region::Lent): a memfd the supervisor makes and lends a worker to write its
+// outputs into, reused from one reply to the next. It is sealed against shrinking and growing (reading it can never
+// fault) but not against writes: its bytes are whatever the worker last wrote, so values read from it are compared
+// once and then dropped, never cached or forwarded.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +30,9 @@ class Region {
   static std::shared_ptr<const Region> FromBytes(std::string bytes);
   // Writes `bytes` into a new memfd, seals it and maps it (what the tests and the supervisor use to hand data out).
   static Status SealedCopy(std::string_view bytes, std::shared_ptr<const Region>* out);
+  // A lent buffer of `bytes` bytes (see above): its pages allocated up front and mapped read-only here, so neither
+  // the worker's writes nor this process's reads fault them in one at a time.
+  static Status Lent(size_t bytes, std::shared_ptr<const Region>* out);
 
   const char* data() const { return data_; }
   size_t size() const { return size_; }

@@ -24,6 +24,7 @@ Status MakeEvaluator(const EvaluatorChoice& choice, std::unique_ptr<Evaluator>* 
   o.sandbox = !choice.unsafe_no_sandbox;
   o.spare_workers = choice.spare_workers;
   o.quiet_timing = choice.quiet_timing;
+  o.lent_buffers = choice.lent_buffers;
   return CreateEvaluatorWithBudget(o, MemoryBudgetFromFlag(choice.mem_budget_gb), who, out);
 }
 

@@ -20,6 +20,7 @@ struct EvaluatorChoice {
   double mem_budget_gb = -1;
   int spare_workers = 1;      // EvaluatorOptions::spare_workers (real evaluator only)
   bool quiet_timing = false;  // EvaluatorOptions::quiet_timing (real evaluator only)
+  int lent_buffers = 3;       // EvaluatorOptions::lent_buffers (real evaluator only)
 };
 
 // `who` names the command in the one line that reports the memory budget.
