@@ -27,7 +27,7 @@ import torch
 
 
 class Handle(ctypes.Structure):
-    _fields_ = [("reserved", ctypes.c_char * 64)]
+    _fields_ = [("reserved", ctypes.c_ubyte * 64)]
 
 
 def _lib(name):

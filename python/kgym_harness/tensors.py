@@ -12,6 +12,7 @@ import collections
 import fcntl
 import mmap
 import os
+import warnings
 
 import torch
 
@@ -27,6 +28,9 @@ SHM_MIN = int(os.environ.get("KGYM_SHM_MIN_BYTES", 1 << 16))
 # Device tensors travel through a page-locked staging buffer of this many bytes (device-to-host at full speed).
 STAGING_BYTES = int(os.environ.get("KGYM_SHM_STAGING_BYTES", 64 << 20))
 ALIGN = 64
+# Regions of at least this many bytes bound for a GPU are registered with it for the copy (_PinnedRegion).
+PIN_MIN = int(os.environ.get("KGYM_PIN_MIN_BYTES", 64 << 20))
+_HOST_REGISTER_READ_ONLY = 8  # cudaHostRegisterReadOnly
 _SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 _POPULATE = getattr(mmap, "MAP_POPULATE", 0)
 
@@ -260,11 +264,38 @@ def _from_region(fd, off, n, cache):
     return torch.frombuffer(mm, dtype=torch.uint8, count=n, offset=off)
 
 
+class _PinnedRegion:
+    """A sealed region whose tensors go to a GPU: mapped shared and read-only, and registered with the device as
+    read-only memory (no copy-on-write), so they are copied straight from the mapping. A private, unregistered
+    mapping went through the driver's staging: 0.48 s for a level-1 problem's 2 GB input on an H100."""
+
+    def __init__(self, fd):
+        self.size = os.fstat(fd).st_size
+        self.mm = mmap.mmap(fd, self.size, mmap.MAP_SHARED | _POPULATE, mmap.PROT_READ)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a read-only buffer, only read here
+            self.view = torch.frombuffer(self.mm, dtype=torch.uint8)
+        rc = torch.cuda.cudart().cudaHostRegister(self.view.data_ptr(), self.size, _HOST_REGISTER_READ_ONLY)
+        self.registered = int(rc) == 0
+
+    def slice(self, off, n):
+        if off < 0 or n < 0 or off + n > self.size:
+            raise ValueError("tensor outside its shared-memory region")
+        return self.view[off:off + n]
+
+    def close(self):
+        if self.registered:
+            torch.cuda.synchronize()  # every copy from the mapping finished
+            torch.cuda.cudart().cudaHostUnregister(self.view.data_ptr())
+        del self.view
+        self.mm.close()
+
+
 def unpack(items, descs, payload, device="cpu", fds=()):
     """Rebuilds values on `device`; every tensor is a fresh copy owned by this process."""
     out = []
     mv = memoryview(payload)
-    maps = {}
+    maps, pinned = {}, {}
     try:
         for it in items:
             if it["kind"] == "json":
@@ -275,6 +306,15 @@ def unpack(items, descs, payload, device="cpu", fds=()):
             n = d["nbytes"]
             if n == 0:
                 out.append(torch.empty(d["shape"], dtype=dt, device=device))
+                continue
+            region = None
+            if device != "cpu" and "region" in d and dt != torch.bool and n >= PIN_MIN:
+                region = pinned.get(d["region"])
+                if region is None:
+                    region = pinned[d["region"]] = _PinnedRegion(fds[d["region"]])
+            if region is not None:
+                out.append(region.slice(d["offset"], n).view(dt).reshape(d["shape"]).to(
+                    device, non_blocking=region.registered))
                 continue
             if "region" in d:
                 raw = _from_region(fds[d["region"]], d["offset"], n, maps)
@@ -293,6 +333,8 @@ def unpack(items, descs, payload, device="cpu", fds=()):
     finally:
         del mv
         maps.clear()
+        for region in pinned.values():
+            region.close()
     return out
 
 

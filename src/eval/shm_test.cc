@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -202,6 +203,25 @@ TEST(Tensor, LargeComparisonMatchesPlainLoop) {
   cmp = CompareTensors(Floats(r), Floats(c), tol);
   EXPECT_EQ(cmp.worst_index, static_cast<int64_t>(n - 3));
   EXPECT_NE(cmp.problem.find("2 of"), std::string::npos);
+}
+
+// Non-finite values in the blocked float32 comparison: the same infinity on both sides is no mismatch, anything
+// else non-finite is one, and the element shown is the first non-finite one.
+TEST(Tensor, NonFiniteValuesInsideLargeComparisons) {
+  const size_t n = 3 * 4096 + 7;
+  std::vector<float> r(n, 1.0f), c(n, 1.0f);
+  r[5000] = c[5000] = std::numeric_limits<float>::infinity();
+  Comparison cmp = CompareTensors(Floats(r), Floats(c), Tolerance{});
+  EXPECT_TRUE(cmp.ok) << cmp.problem;
+  c[9000] = std::numeric_limits<float>::infinity();
+  c[n - 1] = std::nanf("");
+  c[100] = 1.5f;
+  cmp = CompareTensors(Floats(r), Floats(c), Tolerance{});
+  EXPECT_FALSE(cmp.ok);
+  EXPECT_EQ(cmp.mismatched, 3);
+  EXPECT_EQ(cmp.worst_index, 9000);
+  EXPECT_NE(cmp.problem.find("2 NaN/Inf"), std::string::npos) << cmp.problem;
+  EXPECT_DOUBLE_EQ(cmp.max_abs_diff, 0.5);
 }
 
 // Outputs far below atol (a wide softmax): the elementwise test would accept anything of that scale, so the error is

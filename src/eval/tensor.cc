@@ -253,6 +253,59 @@ void CompareSlice(Fn load, int64_t begin, int64_t end, const Tolerance& tol, Par
   }
 }
 
+// float32, one block: the statistics without a branch per element (four independent sums, so the loop is not one
+// long chain of dependent additions: 1.8x the element loop's speed, bench/compare_cost), merged into *p where every
+// value of the block is finite on both sides. A block holding a non-finite value goes through CompareSlice, whose
+// rules say what such a value means. The indices shown (largest difference, worst mismatch) are found by a second
+// look at the blocks that hold them, with the element loop's rule: the first occurrence wins.
+void CompareFloatBlock(const char* rb, const char* cb, int64_t begin, int64_t end, const Tolerance& tol, Partial* p) {
+  double sum_abs[4] = {}, sum_sq[4] = {}, sum_ref[4] = {}, max_abs[4] = {}, max_ref[4] = {}, spread[4] = {};
+  int64_t mism[4] = {};
+  int64_t i = begin;
+  auto one = [&](int k, int64_t j) {
+    const double r = Load<float>(rb, j), x = Load<float>(cb, j);
+    const double d = std::fabs(x - r), ar = std::fabs(r);
+    spread[k] += d - d;  // 0 for finite values; NaN where either side is not finite
+    sum_abs[k] += d;
+    sum_sq[k] += d * d;
+    sum_ref[k] += r * r;
+    max_abs[k] = d > max_abs[k] ? d : max_abs[k];
+    max_ref[k] = ar > max_ref[k] ? ar : max_ref[k];
+    mism[k] += d > tol.atol + tol.rtol * ar;
+  };
+  for (; i + 4 <= end; i += 4) {
+    one(0, i);
+    one(1, i + 1);
+    one(2, i + 2);
+    one(3, i + 3);
+  }
+  for (; i < end; ++i) one(0, i);
+  if (!((spread[0] + spread[1]) + (spread[2] + spread[3]) == 0)) {
+    CompareSlice([rb, cb](int64_t j, double* r, double* x) { *r = Load<float>(rb, j), *x = Load<float>(cb, j); }, begin,
+                 end, tol, p);
+    return;
+  }
+  p->sum_abs += (sum_abs[0] + sum_abs[1]) + (sum_abs[2] + sum_abs[3]);
+  p->sum_sq_diff += (sum_sq[0] + sum_sq[1]) + (sum_sq[2] + sum_sq[3]);
+  p->sum_sq_ref += (sum_ref[0] + sum_ref[1]) + (sum_ref[2] + sum_ref[3]);
+  p->max_ref = std::max({p->max_ref, max_ref[0], max_ref[1], max_ref[2], max_ref[3]});
+  const double block_max = std::max({max_abs[0], max_abs[1], max_abs[2], max_abs[3]});
+  const int64_t block_mism = mism[0] + mism[1] + mism[2] + mism[3];
+  p->mismatched += block_mism;
+  if (block_max <= p->max_abs && block_mism == 0) return;
+  for (int64_t j = begin; j < end; ++j) {
+    const double r = Load<float>(rb, j), d = std::fabs(Load<float>(cb, j) - r);
+    if (d > p->max_abs) {
+      p->max_abs = d;
+      p->argmax = j;
+    }
+    if (d > tol.atol + tol.rtol * std::fabs(r) && d > p->worst_mismatch_d) {
+      p->worst_mismatch_d = d;
+      p->worst_mismatch = j;
+    }
+  }
+}
+
 template <typename Fn>
 void CompareAll(Fn load, int64_t n, const Tolerance& tol, std::vector<Partial>* parts) {
   // Large outputs are compared on several threads (memory-bound: a few threads saturate the bandwidth).
@@ -282,12 +335,14 @@ Comparison CompareTensors(const Tensor& ref, const Tensor& cand, const Tolerance
   const char* rb = ref.data();
   const char* cb = cand.data();
   if (ref.dtype == DType::kFloat32) {
-    CompareAll(
-        [rb, cb](int64_t i, double* r, double* x) {
-          *r = Load<float>(rb, i);
-          *x = Load<float>(cb, i);
-        },
-        c.numel, tol, &parts);
+    const std::vector<size_t> cut = EvenCuts(static_cast<size_t>(c.numel), size_t{1} << 22);
+    parts.assign(cut.size() - 1, Partial{});
+    constexpr size_t kBlock = 4096;
+    ParallelForRanges(cut, [&](size_t p, size_t b, size_t e) {
+      for (size_t at = b; at < e; at += kBlock)
+        CompareFloatBlock(rb, cb, static_cast<int64_t>(at), static_cast<int64_t>(std::min(e, at + kBlock)), tol,
+                          &parts[p]);
+    });
   } else {
     DType dt = ref.dtype;
     CompareAll(
