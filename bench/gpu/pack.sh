@@ -6,7 +6,8 @@ cd "$(dirname "$0")/../.."
 rm -rf build/gpu && mkdir -p build/gpu/lib
 strip -o build/gpu/kgym build/src/cli/kgym
 strip -o build/gpu/eval_overhead build/bench/eval_overhead/eval_overhead
-for b in build/gpu/kgym build/gpu/eval_overhead; do
+strip -o build/gpu/compare_cost build/bench/compare_cost/compare_cost
+for b in build/gpu/kgym build/gpu/eval_overhead build/gpu/compare_cost; do
   ldd "$b" | awk '$3 ~ /^\// {print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|libresolv|ld-linux[^/]*|libgcc_s|libstdc\+\+)\.so' \
     | xargs -r -I{} cp -L -n {} build/gpu/lib/
 done
