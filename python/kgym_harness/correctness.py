@@ -115,6 +115,7 @@ def _reference_trial(sock, r, i, t):
 
 def serve_reference(sock, r, job):
     """The reference's trials and timing pool; then, when asked, torch.compile applied for its timing."""
+    tensors.POPULATE_THREADS = 4  # its level-1 inputs and outputs are GBs each (tensors._allocate)
     init_args = _reference_init(r, job)
     build(r, init_args, job[Field.INIT_SEED], job.get(Field.TRAIN_MODE, False))
     _send_values(sock, {Field.TYPE: Kind.INIT}, {Field.INIT: init_args})

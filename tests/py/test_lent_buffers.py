@@ -53,3 +53,19 @@ def test_outputs_that_do_not_fit_or_are_small_go_the_usual_way():
     with pytest.raises(ValueError):
         tensors.lent_buffer({Field.OUT_REGION: 3}, [fd])
     os.close(fd)
+
+
+def test_a_memfd_allocated_on_threads_holds_what_was_packed(monkeypatch):
+    """The reference's worker allocates a large memfd's pages on several threads before writing it (tensors._allocate);
+    the sealed region holds the tensors' bytes all the same."""
+    monkeypatch.setattr(tensors, "POPULATE_THREADS", 3)
+    monkeypatch.setattr(tensors, "POPULATE_MIN", 1 << 20)
+    a = torch.arange(3 << 20, dtype=torch.float32)  # 12 MiB: 3 ranges of 4 MiB
+    b = torch.ones(5, dtype=torch.int16)
+    items, descs, payload, fd = tensors.pack([a, b], region=0)
+    try:
+        assert payload == b"" and fcntl.fcntl(fd, fcntl.F_GET_SEALS) & fcntl.F_SEAL_WRITE
+        back = tensors.unpack(items, descs, payload, "cpu", [fd])
+        assert torch.equal(back[0], a) and torch.equal(back[1], b)
+    finally:
+        os.close(fd)
