@@ -33,10 +33,9 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // problem's dozen verified calls of 2 GB each fit; fetched inside the lock they held it for seconds).
 constexpr double kKeepMbCuda = 24 * 1024, kKeepFreeCuda = 0.25, kKeepMbCpu = 64;
 
-// Outputs of at least this many bytes come back in buffers the evaluation lends its worker (eval/lent_buffers.h;
+// Outputs of kLendMinBytes or more come back in buffers the evaluation lends its worker (eval/lent_buffers.h;
 // RunContext::lent_buffers of them, 3 by default: the first trial's outputs stay for the constant-output rule, two
 // take turns, one written while the other is compared).
-constexpr size_t kLendMinBytes = size_t{1} << 20;
 
 // Per watched call, the CPU time of the threads born after the worker's hello (metadata: what the thread rules saw).
 nlohmann::json NewThreadCpuMs(const WatchEvidence& w) {
@@ -295,9 +294,7 @@ End CandidateRun::Correctness() {
   if (progress_) progress_("correctness");
   phase_ = "correctness";
   ProcessWatch watch(w_->harness_pid(), w_->hello_threads(), /*count_threads=*/true, /*cpu=*/false, kSettleCalls);
-  size_t out_bytes = 0;
-  for (const auto* set : {&ref_.trials, &ref_.pool})
-    for (const auto& t : *set) out_bytes = std::max(out_bytes, LentBuffers::LayoutBytes(t.outputs));
+  const size_t out_bytes = LentBufferBytes(ref_);
   if (out_bytes >= kLendMinBytes && ctx_.lent_buffers > 0)
     lent_ = std::make_unique<LentBuffers>(out_bytes, ctx_.lent_buffers);
   TrialChecks checks(t32_, t16_);

@@ -10,6 +10,7 @@
 
 #include "eval/candidate_run.h"
 #include "eval/extension_cache.h"
+#include "eval/lent_buffers.h"
 #include "eval/reference_cache.h"
 #include "eval/reference_run.h"
 #include "eval/run_context.h"
@@ -76,6 +77,12 @@ class EvaluatorImpl : public Evaluator, public WorkerSource {
   void CancelAll() override { cancel_all_ = true; }
   bool PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel) override;
   std::vector<std::pair<std::string, uint64_t>> CachedReferences() override { return references_.Held(); }
+  uint64_t CachedReferencePrivateBytes(const std::string& key) override {
+    auto ref = references_.Find(key);
+    if (!ref) return 0;
+    const uint64_t worker = ref->notes.value("reference_worker_peak_bytes", uint64_t{0});
+    return HeldOutputBytes(*ref, opt_.lent_buffers) + (worker > 0 ? worker : ref->Bytes());
+  }
 
   Status StartReference(const EvalRequest& req, Clock::time_point deadline,
                         std::unique_ptr<WorkerSession>* out) override {
@@ -224,10 +231,9 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
   clock.Advance("reference");
   auto ref = Reference(req, dl, ctx, "evaluation");
   md["reference_cache_key"] = ref->key;
-  uint64_t outs = 0;  // what this evaluation holds in this process, for memory admission (sched/admitted_evaluator.h)
-  for (const auto& t : ref->trials)
-    for (const auto& v : t.outputs) outs += v.tensor.nbytes;
-  md["host_memory"] = {{"reference_bytes", ref->Bytes()}, {"trial_output_bytes", outs}};
+  // What this evaluation holds in this process, for memory admission (sched/admitted_evaluator.h).
+  md["host_memory"] = {{"reference_bytes", ref->Bytes()},
+                       {"trial_output_bytes", HeldOutputBytes(*ref, opt_.lent_buffers)}};
   for (auto& [k, v] : ref->notes.items()) md[k] = v;
   if (!ref->error_kind.empty()) {
     Verdict{Outcome::kInvalid, ref->error_detail, ref->error_kind == "system" ? "SYSTEM_ERROR" : "VALIDATION_ERROR"}

@@ -100,6 +100,13 @@ class Evaluator {
   // Reference data kept between evaluations (the reference cache) as (key, bytes); memory admission counts it as
   // held. The keys are the results' metadata "reference_cache_key". The default keeps nothing.
   virtual std::vector<std::pair<std::string, uint64_t>> CachedReferences() { return {}; }
+  // For a cached reference configuration, what one of its evaluations holds in this process beyond the reference
+  // data, at most: the candidate's outputs held at once and a worker as large as the reference's was (memory
+  // admission's estimate before the configuration's first evaluation has measured its own). 0 = not cached.
+  virtual uint64_t CachedReferencePrivateBytes(const std::string& key) {
+    (void)key;
+    return 0;
+  }
 
   // Memory-admission counters, for an evaluator that admits evaluations by memory (sched/admitted_evaluator.h);
   // false for one that does not.

@@ -1,5 +1,7 @@
 #include "eval/lent_buffers.h"
 
+#include <algorithm>
+
 namespace kgym {
 
 constexpr size_t kAlign = 64;
@@ -28,6 +30,23 @@ std::shared_ptr<const Region> LentBuffers::Free() {
 int LentBuffers::made() const {
   std::lock_guard<std::mutex> l(mu_);
   return static_cast<int>(pool_.size());
+}
+
+size_t LentBufferBytes(const ReferenceData& ref) {
+  size_t bytes = 0;
+  for (const auto* set : {&ref.trials, &ref.pool})
+    for (const auto& t : *set) bytes = std::max(bytes, LentBuffers::LayoutBytes(t.outputs));
+  return bytes;
+}
+
+uint64_t HeldOutputBytes(const ReferenceData& ref, int lent_buffers) {
+  uint64_t all = 0;
+  for (const auto& t : ref.trials)
+    for (const auto& v : t.outputs) all += v.tensor.nbytes;
+  const size_t one = LentBufferBytes(ref);
+  if (lent_buffers <= 0 || one < kLendMinBytes) return all;
+  const uint64_t lent = static_cast<uint64_t>(std::min<size_t>(lent_buffers, ref.trials.size())) * one;
+  return std::min(all, lent);
 }
 
 bool LentBuffers::Owns(const Region* region) const {

@@ -18,10 +18,23 @@
 #include <mutex>
 #include <vector>
 
+#include "eval/reference.h"
 #include "eval/tensor.h"
 #include "sandbox/shm.h"
 
 namespace kgym {
+
+// Outputs of at least this many bytes come back in lent buffers (where the evaluator lends any).
+constexpr size_t kLendMinBytes = size_t{1} << 20;
+
+// The largest packing (LayoutBytes) of the reference's outputs, over its trials and timing sets: the size of a lent
+// buffer for its candidates.
+size_t LentBufferBytes(const ReferenceData& ref);
+
+// The candidates' outputs an evaluation of `ref` holds in the supervisor at most (for memory admission): with lent
+// buffers (`lent_buffers` > 0 and outputs of kLendMinBytes or more) as many buffers, but no more than the trials;
+// otherwise every trial's outputs.
+uint64_t HeldOutputBytes(const ReferenceData& ref, int lent_buffers);
 
 class LentBuffers {
  public:

@@ -37,6 +37,20 @@ TEST(LentBuffers, LayoutMatchesTheWorkersPacking) {
   EXPECT_EQ(LentBuffers::LayoutBytes(two), 448u + 64u);
 }
 
+TEST(LentBuffers, HeldOutputsAreBoundedByTheBuffersWhereOutputsAreLarge) {
+  ReferenceData big, small;
+  for (int i = 0; i < 5; ++i) {
+    big.trials.push_back({"default", false, {}, Floats(1 << 19, 1.0f)});  // 2 MiB each
+    small.trials.push_back({"default", false, {}, Floats(1000, 1.0f)});
+  }
+  big.pool.push_back({"default", false, {}, Floats((1 << 19) + 16, 1.0f)});  // the largest sets the buffers' size
+  EXPECT_EQ(LentBufferBytes(big), (size_t{1} << 21) + 64);
+  EXPECT_EQ(HeldOutputBytes(big, 3), 3 * ((uint64_t{1} << 21) + 64));
+  EXPECT_EQ(HeldOutputBytes(big, 0), 5 * (uint64_t{1} << 21));  // no lending: every trial's outputs
+  EXPECT_EQ(HeldOutputBytes(big, 8), 5 * (uint64_t{1} << 21));  // never more than the trials themselves
+  EXPECT_EQ(HeldOutputBytes(small, 3), 5 * 4000u);              // below kLendMinBytes: nothing is lent
+}
+
 TEST(LentBuffers, ABufferIsLentAgainOnlyOnceNothingReadFromItIsLeft) {
   LentBuffers pool(4096, 2);
   std::shared_ptr<const Region> a = pool.Free();

@@ -73,6 +73,13 @@ bool ReferenceCache::RoomForAnother() {
   return bytes_ + largest <= max_bytes_;
 }
 
+std::shared_ptr<const ReferenceData> ReferenceCache::Find(const std::string& key) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end() || it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+  return it->second.get();
+}
+
 std::vector<std::pair<std::string, uint64_t>> ReferenceCache::Held() {
   std::vector<std::pair<std::string, uint64_t>> out;
   std::lock_guard<std::mutex> l(mu_);

@@ -13,7 +13,8 @@
 // - Touch(key): whether `key` is kept or being made, without computing it; a kept one counts as used now.
 // - RoomForAnother(): whether one more entry as large as the largest kept one fits without dropping any (a look-ahead
 //   must not push out references that queued evaluations are about to use).
-// - Held() lists the kept, complete entries (for memory admission, which counts them as resident).
+// - Held() lists the kept, complete entries (for memory admission, which counts them as resident); Find(key) gives a
+//   kept, complete one (null otherwise) without counting it as used.
 //
 // Thread-safe.
 #pragma once
@@ -41,6 +42,7 @@ class ReferenceCache {
 
   std::shared_ptr<const ReferenceData> Get(const std::string& key, const Compute& compute);
   std::vector<std::pair<std::string, uint64_t>> Held();
+  std::shared_ptr<const ReferenceData> Find(const std::string& key);
   bool RoomForAnother();
   bool Touch(const std::string& key);  // kept or being made; a kept one counts as used now
 

@@ -319,7 +319,12 @@ class FakeEvaluator : public Evaluator {
     if (held_key_.empty()) return {};
     return {{held_key_, 600}};
   }
+  uint64_t CachedReferencePrivateBytes(const std::string& key) override {
+    std::lock_guard<std::mutex> l(mu_);
+    return key == held_key_ ? private_bound_ : 0;
+  }
   std::atomic<int> running_{0}, max_running_{0};
+  uint64_t private_bound_ = 0;  // what the evaluator says one evaluation holds beyond the reference (0 = no bound)
   int sleep_ms_ = 20;
   bool reports_reference_ = false;
   int prepared_ = 0;
@@ -430,6 +435,18 @@ TEST(AdmittedEvaluator, PreparedReferenceLeavesAnEstimate) {
   EXPECT_FALSE(ev.PrepareReference(Request("huge"), &cancel));  // unknown while another unknown runs: gives up
   EXPECT_EQ(raw->prepared_, 1);
   blocker.get();
+}
+
+// Where the evaluator bounds what an evaluation holds beyond the reference data (its outputs in lent buffers, a worker
+// the size of the reference's), the estimate uses that bound instead of twice the reference data.
+TEST(AdmittedEvaluator, EstimateUsesTheEvaluatorsBoundWhereItHasOne) {
+  auto fake = std::make_unique<FakeEvaluator>();
+  fake->private_bound_ = 150;
+  AdmittedEvaluator ev(std::move(fake), Budget(100000));
+  EXPECT_TRUE(ev.PrepareReference(Request()));
+  EXPECT_EQ(ev.EstimateFromReference(AdmittedEvaluator::FootprintKey(Request())).Total(), 750u);
+  EvalResult r = ev.Evaluate(Request());
+  EXPECT_EQ(r.metadata["memory_admission"]["reserved_bytes"], 750);
 }
 
 TEST(AdmittedEvaluator, CancelWhileWaitingRunsNothing) {

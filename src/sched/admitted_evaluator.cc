@@ -47,12 +47,14 @@ Footprint AdmittedEvaluator::EstimateFromReference(const std::string& key) {
   Footprint f;
   for (const auto& [k, bytes] : inner_->CachedReferences()) {
     if (k != key) continue;
-    // What Measured() assumes without a worker measurement, with the trial outputs at their bound (they are part of
-    // the reference data): outputs held here <= the reference data, each worker about the reference data's size.
+    // The inner evaluator's bound (the outputs it holds at once, a worker as large as the reference's), else what
+    // Measured() assumes without a worker measurement, with the trial outputs at their bound (they are part of the
+    // reference data): outputs held here <= the reference data, each worker about the reference data's size.
     f.known = true;
     f.shared_key = key;
     f.shared_bytes = bytes;
-    f.private_bytes = 2 * bytes;
+    const uint64_t bound = inner_->CachedReferencePrivateBytes(key);
+    f.private_bytes = bound > 0 ? bound : 2 * bytes;
   }
   return f;
 }

@@ -35,6 +35,9 @@ class AdmittedEvaluator : public Evaluator {
   // the reference data exists, an estimate from it admits the configuration's evaluations (as at "load").
   bool PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel = nullptr) override;
   std::vector<std::pair<std::string, uint64_t>> CachedReferences() override { return inner_->CachedReferences(); }
+  uint64_t CachedReferencePrivateBytes(const std::string& key) override {
+    return inner_->CachedReferencePrivateBytes(key);
+  }
   bool Admission(AdmissionStats* out) override;
 
   // The footprint key of a request: its reference configuration (ReferenceKey).
