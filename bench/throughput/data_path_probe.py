@@ -1,6 +1,9 @@
-"""Where the worker's side of the correctness data path spends its time, per output size, on one GPU.
+"""Where the worker's side of the correctness data path spends its time, per output size, on one GPU (or, with
+--device cpu, the packing steps alone).
 
-For each size it times the harness's own functions (python/kgym_harness/tensors.py): `pack` of a device tensor into
+For each size it times the packing three ways (a fresh memfd; a fresh memfd whose pages four threads allocate first,
+as the reference's worker does; a buffer lent by the supervisor, made once and reused, as a candidate's outputs since
+src/eval/lent_buffers.h), then, on a GPU, it times the harness's own functions (python/kgym_harness/tensors.py): `pack` of a device tensor into
 a sealed memfd (what a candidate does with every trial's outputs) and `unpack` of such a memfd onto the device (what
 it does with every trial's inputs), then the steps `pack` is made of, one at a time, and two other ways to fill a
 memfd from the device: a page-locked staging buffer made once and reused (device -> staging at full speed, then a
@@ -26,13 +29,18 @@ import torch  # noqa: E402
 from kgym_harness import tensors  # noqa: E402
 
 
+def _sync():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def best(fn, repeat):
     times = []
     for _ in range(repeat):
-        torch.cuda.synchronize()
+        _sync()
         t0 = time.perf_counter()
         fn()
-        torch.cuda.synchronize()
+        _sync()
         times.append(time.perf_counter() - t0)
     return round(min(times), 5)
 
@@ -43,16 +51,45 @@ def memfd(n):
     return fd
 
 
-def probe_size(mb, repeat, staging):
-    n = int(mb * (1 << 20)) // 4 * 4
-    src = torch.randn(n // 4, device="cuda")
-    flat = src.view(torch.uint8)
-    r = {"mb": mb}
+def lent_memfd(n):
+    """What the supervisor lends (Region::Lent): pages allocated, sealed against resizing, not against writes."""
+    fd = memfd(n)
+    os.posix_fallocate(fd, 0, n)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+    return fd
+
+
+def pack_steps(src, repeat):
+    """The worker's packing of `src` three ways: a fresh memfd (a candidate's outputs without a lent buffer), a fresh
+    memfd whose pages four threads allocate first (the reference's worker), and into a lent buffer made once (a
+    candidate's outputs since lent buffers)."""
+    r = {}
 
     def pack():
         _, _, _, fd = tensors.pack([src], region=0)
         os.close(fd)
     r["pack_s"] = best(pack, repeat)
+    threads, tensors.POPULATE_THREADS = tensors.POPULATE_THREADS, 4
+    try:
+        r["pack_allocated_on_4_threads_s"] = best(pack, repeat)
+    finally:
+        tensors.POPULATE_THREADS = threads
+    fd = lent_memfd(src.numel() * src.element_size())
+    lent = tensors.lent_buffer({"out_region": 0}, [fd])
+    tensors.pack_into([src], lent)  # the first use maps (and registers) the buffer
+    r["pack_lent_s"] = best(lambda: tensors.pack_into([src], lent), repeat)
+    os.close(fd)
+    return {k: round(v, 5) for k, v in r.items()}
+
+
+def probe_size(mb, repeat, staging, device):
+    n = int(mb * (1 << 20)) // 4 * 4
+    src = torch.randn(n // 4, device=device)
+    flat = src.view(torch.uint8)
+    r = {"mb": mb}
+    r.update(pack_steps(src, repeat))
+    if device == "cpu":
+        return r, staging
 
     _, descs, _, fd = tensors.pack([src], region=0)
     items = [{"kind": "tensor", "index": 0}]
@@ -117,15 +154,18 @@ def main():
     ap.add_argument("--sizes-mb", default="32,268,1024,2100")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu (the packing steps alone)")
     args = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("data_path_probe: no CUDA device", file=sys.stderr)
-        return 2
-    torch.ones(1, device="cuda")
-    out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "sizes": []}
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            print("data_path_probe: no CUDA device", file=sys.stderr)
+            return 2
+        torch.ones(1, device="cuda")
+    name = torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu (%d cores)" % os.cpu_count()
+    out = {"device": name, "torch": torch.__version__, "sizes": []}
     staging = None
     for mb in (float(x) for x in args.sizes_mb.split(",")):
-        r, staging = probe_size(mb, args.repeat, staging)
+        r, staging = probe_size(mb, args.repeat, staging, args.device)
         out["sizes"].append(r)
         print(json.dumps(r), flush=True)
     if args.out:
