@@ -7,6 +7,10 @@ Small groups travel inline in the frame's payload. A group of at least SHM_MIN b
 own memfd, which is then sealed against writes, shrinking and growing (F_SEAL_*) and passed as a file descriptor:
 the description says "region": k (the k-th fd of the frame) and the offset inside it. A sealed memfd cannot be
 changed by anyone afterwards, so the supervisor may compare it, cache it and forward it to another worker.
+
+A candidate's outputs of 1 MiB or more go instead into a buffer the supervisor lent with the request (lent_buffer,
+pack_into; src/eval/lent_buffers.h): the same layout, written in place of a fresh memfd, and named as the region after
+the reply's own fds. Large inputs bound for a GPU are copied from a registered read-only mapping (_PinnedRegion).
 """
 import collections
 import concurrent.futures

@@ -33,10 +33,6 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // problem's dozen verified calls of 2 GB each fit; fetched inside the lock they held it for seconds).
 constexpr double kKeepMbCuda = 24 * 1024, kKeepFreeCuda = 0.25, kKeepMbCpu = 64;
 
-// Outputs of kLendMinBytes or more come back in buffers the evaluation lends its worker (eval/lent_buffers.h;
-// RunContext::lent_buffers of them, 3 by default: the first trial's outputs stay for the constant-output rule, two
-// take turns, one written while the other is compared).
-
 // Per watched call, the CPU time of the threads born after the worker's hello (metadata: what the thread rules saw).
 nlohmann::json NewThreadCpuMs(const WatchEvidence& w) {
   nlohmann::json out = nlohmann::json::array();
@@ -169,8 +165,11 @@ class CandidateRun {
   double quiet_wait_s_ = 0;
   TimingEvidence timing_;
   std::unique_ptr<ProcessWatch> timed_watch_;
-  std::unique_ptr<LentBuffers> lent_;  // null where the outputs are small
-  std::atomic<int> outputs_lent_{0};   // replies whose outputs came in a lent buffer
+  // Outputs of kLendMinBytes or more come back in buffers the evaluation lends its worker (eval/lent_buffers.h;
+  // RunContext::lent_buffers of them, 3 by default: the first trial's outputs stay for the constant-output rule, two
+  // take turns, one written while the other is compared); null where the outputs are small.
+  std::unique_ptr<LentBuffers> lent_;
+  std::atomic<int> outputs_lent_{0};  // replies whose outputs came in a lent buffer
 };
 
 // ---- start ----
