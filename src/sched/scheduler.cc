@@ -160,7 +160,9 @@ Status Scheduler::Submit(SchedJob job) {
     e->seq = ++seq_;
     Enqueue(std::move(e));
   }
-  cv_.notify_one();
+  // Every slot thread: the one woken by notify_one could be another device's, which cannot take a pinned job, and the
+  // job would wait for the next event (Scheduler.PinnedJobsRunOnTheirDevice timed out so in a CI run).
+  cv_.notify_all();
   lookahead_cv_.notify_all();
   return Status::Ok();
 }
