@@ -293,9 +293,8 @@ End CandidateRun::Correctness() {
   if (progress_) progress_("correctness");
   phase_ = "correctness";
   ProcessWatch watch(w_->harness_pid(), w_->hello_threads(), /*count_threads=*/true, /*cpu=*/false, kSettleCalls);
-  const size_t out_bytes = LentBufferBytes(ref_);
-  if (out_bytes >= kLendMinBytes && ctx_.lent_buffers > 0)
-    lent_ = std::make_unique<LentBuffers>(out_bytes, ctx_.lent_buffers);
+  if (const size_t bytes = LendBytes(ref_, ctx_.lent_buffers))
+    lent_ = std::make_unique<LentBuffers>(bytes, ctx_.lent_buffers);
   TrialChecks checks(t32_, t16_);
   if (End end = RunTrials(&watch, &checks)) return end;
   const auto& trials = checks.Finish();  // up to the first that compared wrong

@@ -32,19 +32,19 @@ int LentBuffers::made() const {
   return static_cast<int>(pool_.size());
 }
 
-size_t LentBufferBytes(const ReferenceData& ref) {
+size_t LendBytes(const ReferenceData& ref, int lent_buffers) {
   size_t bytes = 0;
   for (const auto* set : {&ref.trials, &ref.pool})
     for (const auto& t : *set) bytes = std::max(bytes, LentBuffers::LayoutBytes(t.outputs));
-  return bytes;
+  return lent_buffers > 0 && bytes >= kLendMinBytes ? bytes : 0;
 }
 
 uint64_t HeldOutputBytes(const ReferenceData& ref, int lent_buffers) {
   uint64_t all = 0;
   for (const auto& t : ref.trials)
     for (const auto& v : t.outputs) all += v.tensor.nbytes;
-  const size_t one = LentBufferBytes(ref);
-  if (lent_buffers <= 0 || one < kLendMinBytes) return all;
+  const size_t one = LendBytes(ref, lent_buffers);
+  if (one == 0) return all;
   const uint64_t lent = static_cast<uint64_t>(std::min<size_t>(lent_buffers, ref.trials.size())) * one;
   return std::min(all, lent);
 }

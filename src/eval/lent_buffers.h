@@ -27,13 +27,12 @@ namespace kgym {
 // Outputs of at least this many bytes come back in lent buffers (where the evaluator lends any).
 constexpr size_t kLendMinBytes = size_t{1} << 20;
 
-// The largest packing (LayoutBytes) of the reference's outputs, over its trials and timing sets: the size of a lent
-// buffer for its candidates.
-size_t LentBufferBytes(const ReferenceData& ref);
+// The size of each buffer lent to the candidates of `ref`: the largest packing (LayoutBytes) of its outputs, over its
+// trials and timing sets; 0 where nothing is lent (`lent_buffers` is 0, or the outputs are under kLendMinBytes).
+size_t LendBytes(const ReferenceData& ref, int lent_buffers);
 
-// The candidates' outputs an evaluation of `ref` holds in the supervisor at most (for memory admission): with lent
-// buffers (`lent_buffers` > 0 and outputs of kLendMinBytes or more) as many buffers, but no more than the trials;
-// otherwise every trial's outputs.
+// The candidates' outputs an evaluation of `ref` holds in the supervisor at most (for memory admission): where
+// buffers are lent (LendBytes), as many buffers, but no more than the trials; otherwise every trial's outputs.
 uint64_t HeldOutputBytes(const ReferenceData& ref, int lent_buffers);
 
 class LentBuffers {

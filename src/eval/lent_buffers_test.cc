@@ -44,7 +44,9 @@ TEST(LentBuffers, HeldOutputsAreBoundedByTheBuffersWhereOutputsAreLarge) {
     small.trials.push_back({"default", false, {}, Floats(1000, 1.0f)});
   }
   big.pool.push_back({"default", false, {}, Floats((1 << 19) + 16, 1.0f)});  // the largest sets the buffers' size
-  EXPECT_EQ(LentBufferBytes(big), (size_t{1} << 21) + 64);
+  EXPECT_EQ(LendBytes(big, 3), (size_t{1} << 21) + 64);
+  EXPECT_EQ(LendBytes(big, 0), 0u);    // lending off
+  EXPECT_EQ(LendBytes(small, 3), 0u);  // outputs under kLendMinBytes
   EXPECT_EQ(HeldOutputBytes(big, 3), 3 * ((uint64_t{1} << 21) + 64));
   EXPECT_EQ(HeldOutputBytes(big, 0), 5 * (uint64_t{1} << 21));  // no lending: every trial's outputs
   EXPECT_EQ(HeldOutputBytes(big, 8), 5 * (uint64_t{1} << 21));  // never more than the trials themselves
