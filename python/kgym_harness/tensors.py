@@ -177,23 +177,30 @@ def lent_buffer(header, fds):
     return _LENT.get(fds[k])
 
 
-def pack_into(values, lent):
-    """values -> (items, tensors_desc) with every tensor written into the lent buffer (descriptions say "region": -1,
-    for the caller to set to the buffer's index), or None where the tensors are under SHM_MIN bytes or do not fit
-    (then pack as usual). Same layout as pack's region."""
+def _region_layout(values, region):
+    """values -> (items, tensors_desc, [(tensor, offset)], bytes) for tensors placed in one region (its index
+    `region`), each at a 64-byte aligned offset."""
     items, descs, placed, offset = [], [], [], 0
     for v in values:
         if isinstance(v, torch.Tensor):
             _check(v)
             n = v.numel() * v.element_size()
             descs.append({"dtype": NAMES[v.dtype], "shape": list(v.shape), "offset": offset, "nbytes": n,
-                          "region": -1})
+                          "region": region})
             items.append({"kind": "tensor", "index": len(descs) - 1})
             placed.append((v, offset))
             offset += (n + ALIGN - 1) // ALIGN * ALIGN
         else:
             items.append(_plain(v))
-    if offset < SHM_MIN or offset > lent.size:
+    return items, descs, placed, offset
+
+
+def pack_into(values, lent):
+    """values -> (items, tensors_desc) with every tensor written into the lent buffer (descriptions say "region": -1,
+    for the caller to set to the buffer's index), or None where the tensors are under SHM_MIN bytes or do not fit
+    (then pack as usual). Same layout as pack's region."""
+    items, descs, placed, size = _region_layout(values, -1)
+    if size < SHM_MIN or size > lent.size:
         return None
     for t, off in placed:
         f = _flat_bytes(t)
@@ -251,18 +258,8 @@ def pack(values, region=None):
         _check(t)
     total_bytes = sum(t.numel() * t.element_size() for t in tensors)
     if region is not None and total_bytes >= SHM_MIN:
-        placed, offset = [], 0
-        for v in values:
-            if isinstance(v, torch.Tensor):
-                n = v.numel() * v.element_size()
-                descs.append({"dtype": NAMES[v.dtype], "shape": list(v.shape), "offset": offset, "nbytes": n,
-                              "region": region})
-                items.append({"kind": "tensor", "index": len(descs) - 1})
-                placed.append((v, offset))
-                offset += (n + ALIGN - 1) // ALIGN * ALIGN
-            else:
-                items.append(_plain(v))
-        return items, descs, b"", _sealed_memfd(placed, max(offset, 1))
+        items, descs, placed, size = _region_layout(values, region)
+        return items, descs, b"", _sealed_memfd(placed, max(size, 1))
     chunks, offset = [], 0
     for v in values:
         if isinstance(v, torch.Tensor):
