@@ -31,12 +31,11 @@ Status Region::FromSealedMemfd(int fd, std::shared_ptr<const Region>* out) {
   r->fd_ = fd;  // closed by the destructor on every path
   if (!IsWriteSealed(fd)) return Status::InvalidArgument("shared-memory region is not a write-sealed memfd");
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_size < 0)
-    return Status::IOError(std::string("fstat of a shared-memory region: ") + std::strerror(errno));
+  if (::fstat(fd, &st) != 0 || st.st_size < 0) return Errno("fstat of a shared-memory region");
   r->size_ = static_cast<size_t>(st.st_size);
   if (r->size_ > 0) {
     void* p = ::mmap(nullptr, r->size_, PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) return Status::IOError(std::string("mmap of a shared-memory region: ") + std::strerror(errno));
+    if (p == MAP_FAILED) return Errno("mmap of a shared-memory region");
     r->map_ = p;
     r->map_len_ = r->size_;
     r->data_ = static_cast<const char*>(p);
@@ -55,25 +54,22 @@ std::shared_ptr<const Region> Region::FromBytes(std::string bytes) {
 
 Status Region::SealedCopy(std::string_view bytes, std::shared_ptr<const Region>* out) {
   int fd = ::memfd_create("kgym-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return Status::IOError(std::string("memfd_create: ") + std::strerror(errno));
-  if (::ftruncate(fd, static_cast<off_t>(bytes.size())) != 0) {
+  if (fd < 0) return Errno("memfd_create");
+  // Each failure reads errno before the close.
+  auto fail = [fd](const char* what) {
+    Status s = Errno(what);
     ::close(fd);
-    return Status::IOError(std::string("ftruncate: ") + std::strerror(errno));
-  }
+    return s;
+  };
+  if (::ftruncate(fd, static_cast<off_t>(bytes.size())) != 0) return fail("ftruncate");
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t k = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) {
-      ::close(fd);
-      return Status::IOError(std::string("pwrite: ") + std::strerror(errno));
-    }
+    if (k <= 0) return fail("pwrite");
     done += static_cast<size_t>(k);
   }
-  if (::fcntl(fd, F_ADD_SEALS, kWriteSeals | F_SEAL_SEAL) != 0) {
-    ::close(fd);
-    return Status::IOError(std::string("sealing a memfd: ") + std::strerror(errno));
-  }
+  if (::fcntl(fd, F_ADD_SEALS, kWriteSeals | F_SEAL_SEAL) != 0) return fail("sealing a memfd");
   return FromSealedMemfd(fd, out);
 }
 
