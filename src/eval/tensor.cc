@@ -214,6 +214,18 @@ struct Partial {
   double worst_mismatch_d = -1;
 };
 
+// Element i's difference d: the largest difference and the worst mismatch so far, the first occurrence winning.
+void NoteIndices(int64_t i, double d, bool mismatch, Partial* p) {
+  if (d > p->max_abs) {
+    p->max_abs = d;
+    p->argmax = i;
+  }
+  if (mismatch && d > p->worst_mismatch_d) {
+    p->worst_mismatch_d = d;
+    p->worst_mismatch = i;
+  }
+}
+
 template <typename Fn>
 void CompareSlice(Fn load, int64_t begin, int64_t end, const Tolerance& tol, Partial* p) {
   for (int64_t i = begin; i < end; ++i) {
@@ -239,17 +251,9 @@ void CompareSlice(Fn load, int64_t begin, int64_t end, const Tolerance& tol, Par
     p->sum_sq_diff += d * d;
     p->sum_sq_ref += r * r;
     p->max_ref = std::max(p->max_ref, std::fabs(r));
-    if (d > p->max_abs) {
-      p->max_abs = d;
-      p->argmax = i;
-    }
-    if (d > tol.atol + tol.rtol * std::fabs(r)) {
-      ++p->mismatched;
-      if (d > p->worst_mismatch_d) {
-        p->worst_mismatch_d = d;
-        p->worst_mismatch = i;
-      }
-    }
+    const bool mismatch = d > tol.atol + tol.rtol * std::fabs(r);
+    p->mismatched += mismatch;
+    NoteIndices(i, d, mismatch, p);
   }
 }
 
@@ -295,14 +299,7 @@ void CompareFloatBlock(const char* rb, const char* cb, int64_t begin, int64_t en
   if (block_max <= p->max_abs && block_mism == 0) return;
   for (int64_t j = begin; j < end; ++j) {
     const double r = Load<float>(rb, j), d = std::fabs(Load<float>(cb, j) - r);
-    if (d > p->max_abs) {
-      p->max_abs = d;
-      p->argmax = j;
-    }
-    if (d > tol.atol + tol.rtol * std::fabs(r) && d > p->worst_mismatch_d) {
-      p->worst_mismatch_d = d;
-      p->worst_mismatch = j;
-    }
+    NoteIndices(j, d, d > tol.atol + tol.rtol * std::fabs(r), p);
   }
 }
 
