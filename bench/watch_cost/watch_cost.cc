@@ -2,7 +2,8 @@
 // while the device's timing lock is held. A child process with --threads idle threads stands in for a worker (a
 // torch + CUDA + Triton worker has dozens); the bench times the readings the watch is made of and one watched call
 // (Before + After: the process CPU clock and the thread list on each side; per-thread schedstat only for threads born
-// after hello, none here), --calls times each, and prints one JSON object.
+// after hello, none here), the same call with both readings settled as a CPU evaluation's are (every thread's state
+// read), --calls times each, and prints one JSON object.
 //
 //   build/bench/watch_cost/watch_cost --threads 40 --calls 2000
 #include <signal.h>
@@ -61,12 +62,19 @@ int main(int argc, char** argv) {
   nlohmann::json out = {{"threads", kgym::ProcessThreads(pid)}, {"calls", calls}};
   out["process_threads_us"] = MicrosPer(calls, [&] { kgym::ProcessThreads(pid); });
   out["thread_ids_us"] = MicrosPer(calls, [&] { kgym::ThreadIds(pid); });
-  out["thread_cpu_ns_us"] = MicrosPer(calls, [&] { kgym::ThreadCpuNs(pid); });    // every thread's schedstat
-  out["process_cpu_ns_us"] = MicrosPer(calls, [&] { kgym::ProcessCpuNs(pid); });  // the process CPU clock
-  kgym::ProcessWatch watch(pid, kgym::ThreadIds(pid), /*count_threads=*/true, /*cpu=*/true);
+  out["thread_cpu_ns_us"] = MicrosPer(calls, [&] { kgym::ThreadCpuNs(pid); });         // every thread's schedstat
+  out["process_cpu_ns_us"] = MicrosPer(calls, [&] { kgym::ProcessCpuNs(pid); });       // the process CPU clock
+  out["runnable_threads_us"] = MicrosPer(calls, [&] { kgym::RunnableThreads(pid); });  // every thread's state
+  kgym::ProcessWatch watch(pid, kgym::ThreadIds(pid), /*count_threads=*/true, kgym::CpuClock::kAtOnce);
   out["watched_call_us"] = MicrosPer(calls, [&] {
     watch.Before();
     watch.After();
+  });
+  // A CPU evaluation's call followed by a measured "between": both readings settle (none of these threads runs).
+  kgym::ProcessWatch settled(pid, kgym::ThreadIds(pid), /*count_threads=*/true, kgym::CpuClock::kSettled);
+  out["settled_call_us"] = MicrosPer(calls, [&] {
+    settled.Before();
+    settled.After(true, /*between_follows=*/true);
   });
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);

@@ -292,7 +292,7 @@ void CandidateRun::CountLent(const Values& got) {
 End CandidateRun::Correctness() {
   if (progress_) progress_("correctness");
   phase_ = "correctness";
-  ProcessWatch watch(w_->harness_pid(), w_->hello_threads(), /*count_threads=*/true, /*cpu=*/false, kSettleCalls);
+  ProcessWatch watch(w_->harness_pid(), w_->hello_threads(), /*count_threads=*/true, CpuClock::kOff, kSettleCalls);
   if (const size_t bytes = LendBytes(ref_, ctx_.lent_buffers))
     lent_ = std::make_unique<LentBuffers>(bytes, ctx_.lent_buffers);
   TrialChecks checks(t32_, t16_);
@@ -392,7 +392,7 @@ End CandidateRun::Timing() {
   const bool recorded = cuda && w_->hello().value(field::kRecorder, "") == "on" && ref_.device.span_median_ms >= 0;
   const TimedCallsParams p = TimingParams(cuda);
   // Counted afresh: threads a lazy pool started in the first trials do not carry over.
-  timed_watch_ = std::make_unique<ProcessWatch>(w_->harness_pid(), w_->hello_threads(), true, true);
+  timed_watch_ = std::make_unique<ProcessWatch>(w_->harness_pid(), w_->hello_threads(), true, CpuClockFor(req_.device));
   // The worker readies its live inputs and flush buffer before the lock: only the timed part holds the device.
   Status s = StartTimedCalls(w_.get(), p, dl_.at);
   if (s.ok()) s = TimedPart(p, recorded);
@@ -510,7 +510,8 @@ CandidateTimingInputs CandidateRun::TimingInputs() const {
 
 // ---- judge ----
 
-// The rules over the timing evidence, in order: in-process evidence, deferred work, threads, wrong timed results,
+// The rules over the timing evidence, in order: in-process evidence, deferred work (before wrong timed results: a
+// deferring candidate's timed outputs are often read before its work is done), threads, wrong timed results,
 // caching on the brackets.
 End CandidateRun::JudgeTimingRules() {
   const WatchEvidence& ev = timed_watch_->evidence();
@@ -522,6 +523,7 @@ End CandidateRun::JudgeTimingRules() {
   md_["timing_thread_growth_calls"] = ev.Growth();
   md_["timing_cpu_inside_call_ms"] = Median(ev.cpu_inside_ms);
   md_["timing_cpu_between_calls_ms"] = Median(ev.cpu_between_ms);
+  if (ev.unsettled_readings > 0) md_["timing_cpu_unsettled_readings"] = ev.unsettled_readings;
   if (End v = DeferredWorkRule(ev.cpu_inside_ms, ev.cpu_between_ms,
                                ref_.notes.value("reference_cpu_between_calls_ms", -1.0)))
     return v;

@@ -98,10 +98,12 @@ std::optional<Verdict> DeferredWorkRule(const std::vector<double>& cpu_inside_ms
     return std::nullopt;
   const double in = Median(cpu_inside_ms), out = Median(cpu_between_ms);
   if (out - reference_between_ms <= std::max(kDeferFloorMs, 2 * reference_between_ms)) return std::nullopt;
+  std::string samples;
+  for (double ms : cpu_between_ms) samples += (samples.empty() ? "" : ", ") + Number(ms);
   return Verdict::Of(Outcome::kHacked,
                      "hacked (deferred work) during timing: between calls the worker process used a median of " +
-                         Number(out) + " ms of CPU (the reference's process " + Number(reference_between_ms) +
-                         " ms for the same refills) and " + Number(in) +
+                         Number(out) + " ms of CPU (" + samples + "; the reference's process " +
+                         Number(reference_between_ms) + " ms for the same refills) and " + Number(in) +
                          " ms inside each timed call: the work is done after the call reports done (seen from outside "
                          "the worker)");
 }

@@ -68,7 +68,11 @@ std::optional<Verdict> DecoyLaunchRule(const std::vector<std::string>& defined, 
 // Deferred work: the CPU the candidate's process spends between timed calls (the harness's refill, the same code on
 // the same inputs as for the reference) beyond the reference's process by more than max(kDeferFloorMs, twice the
 // reference's): work forward did not do before it returned. Judged on medians, from kDeferMinSamples samples.
-constexpr double kDeferFloorMs = 0.5;
+// The floor is the clock's noise on the 2-core CI VMs, not its resolution: with readings settled (eval/process_watch.h)
+// an honest worker there still shows bursts of 1.8-2.0 ms of CPU in several consecutive windows, in the call and
+// between calls alike (an honest relu: 0.2, 0.09, 1.78, 1.88, 1.80 ms between calls, its reference 0.16); work
+// deferred past 3 ms a call is seen, less is not (on a GPU the kernel recorder sees device work after "done").
+constexpr double kDeferFloorMs = 3.0;
 constexpr size_t kDeferMinSamples = 3;
 std::optional<Verdict> DeferredWorkRule(const std::vector<double>& cpu_inside_ms,
                                         const std::vector<double>& cpu_between_ms, double reference_between_ms);

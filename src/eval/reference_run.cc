@@ -191,7 +191,7 @@ bool ReferenceRun::Time() {
   p.seed = base_ + 7;
   p.null_calls = cuda;
   // No verify: the reference's outputs are its own, so none of its timed calls is fetched.
-  ProcessWatch watch(w_->harness_pid(), {}, /*count_threads=*/false, /*cpu=*/true);
+  ProcessWatch watch(w_->harness_pid(), {}, /*count_threads=*/false, CpuClockFor(req_.device));
   TimedCallsResult timed;
   Status s = StartTimedCalls(w_.get(), p, dl_.at);  // before the lock: the worker readies its live inputs
   LockUse lock_use;

@@ -30,8 +30,12 @@ nlohmann::json BuildPolicy(const PolicyInputs& in) {
                   {"fsize", static_cast<long long>(std::max(4.0 * gib, in.cuda ? 64.0 * gib : as))},
                   {"cpu", static_cast<long long>(in.timeout_s * 8 + 60)},
                   {"core", 0}};
+  // OMP_WAIT_POLICY=PASSIVE: an OpenMP pool's threads sleep when a parallel region ends instead of spinning (~2 ms a
+  // thread with libgomp's default), CPU time that would land "between calls" whenever the next call comes late and be
+  // read as deferred work (eval/hack_rules.h). Reference and candidate run under the same policy.
   p["env"] = {{"CUDA_VISIBLE_DEVICES", in.cuda ? std::to_string(in.device_index) : std::string("")},
               {"OMP_NUM_THREADS", "4"},
+              {"OMP_WAIT_POLICY", "PASSIVE"},
               {"PYTHONDONTWRITEBYTECODE", "1"}};
   // torch.compile in a candidate compiles in its own process: Inductor's default pool of compile workers would be
   // processes outliving the call, which a candidate's process may not leave behind (nor their CPU time unseen).

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -88,6 +89,47 @@ int64_t ProcessCpuNs(pid_t pid) {
   int64_t total = 0;
   for (const auto& [tid, ns] : threads) total += ns;
   return total;
+}
+
+// Read while the timing lock is held: plain system calls, no streams.
+int RunnableThreads(pid_t pid) {
+  if (pid <= 0) return -1;
+  char path[320];  // "/proc/PID/task/" and a directory entry's name
+  std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
+  DIR* d = ::opendir(path);
+  if (!d) return -1;
+  int n = 0;
+  char buf[512];
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    std::snprintf(path, sizeof path, "/proc/%d/task/%s/stat", static_cast<int>(pid), e->d_name);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // the thread ended
+    const ssize_t got = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (got <= 0) continue;
+    buf[got] = '\0';
+    const char* close = std::strrchr(buf, ')');  // the name may hold spaces and parentheses; the state follows it
+    if (close && close[1] == ' ' && close[2] == 'R') ++n;
+  }
+  ::closedir(d);
+  return n;
+}
+
+int64_t SettledProcessCpuNs(pid_t pid, int max_wait_us, bool* unsettled) {
+  timespec t0{}, now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    if (RunnableThreads(pid) <= 0) break;  // read now, every thread's time is accounted
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((now.tv_sec - t0.tv_sec) * 1000000LL + (now.tv_nsec - t0.tv_nsec) / 1000 >= max_wait_us) {
+      if (unsettled) *unsettled = true;
+      break;
+    }
+    const timespec pause{0, 50000};
+    ::nanosleep(&pause, nullptr);
+  }
+  return ProcessCpuNs(pid);
 }
 
 std::vector<pid_t> ChildProcesses(pid_t pid) {

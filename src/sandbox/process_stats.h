@@ -24,6 +24,15 @@ std::map<pid_t, int64_t> ThreadCpuNs(pid_t pid);
 // -1 where neither tells.
 int64_t ProcessCpuNs(pid_t pid);
 
+// The process CPU clock above counts a thread's time up to the kernel's last accounting of it (its last scheduler
+// tick, or when it last left a CPU): read while a thread is on a CPU it lags by up to one tick (4 ms at HZ=250).
+// SettledProcessCpuNs reads it once none of the process's threads is running or ready to run (state R), polling
+// every 50 us for at most `max_wait_us`; past that it reads anyway and sets *unsettled. -1 as ProcessCpuNs.
+int64_t SettledProcessCpuNs(pid_t pid, int max_wait_us, bool* unsettled = nullptr);
+
+// How many of a process's live threads are running or ready to run (state R in /proc/PID/task/TID/stat), or -1.
+int RunnableThreads(pid_t pid);
+
 // One thread's CPU time in nanoseconds (/proc/PID/task/TID/schedstat), or -1.
 int64_t ThreadRunNs(pid_t pid, pid_t tid);
 

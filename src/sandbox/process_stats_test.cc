@@ -52,6 +52,39 @@ TEST(ProcessStatsTest, ChildrenAndMemory) {
   EXPECT_GT(ProcessPeakPrivateBytes(::getpid()), 0u);
 }
 
+// A process that sleeps has no runnable thread and its settled reading is its clock; one that spins always has one,
+// and its settled reading (taken after the longest wait) is not behind the clock read before it.
+TEST(ProcessStatsTest, RunnableThreadsAndSettledReading) {
+  const pid_t sleeper = ::fork();
+  if (sleeper == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  const pid_t spinner = ::fork();
+  if (spinner == 0) {
+    volatile uint64_t x = 0;
+    for (;;) x = x + 1;
+  }
+  ASSERT_GT(sleeper, 0);
+  ASSERT_GT(spinner, 0);
+  int runnable = -1;
+  for (int i = 0; i < 20000 && runnable != 0; ++i) {  // until it reaches pause()
+    runnable = RunnableThreads(sleeper);
+    if (runnable != 0) ::usleep(100);
+  }
+  EXPECT_EQ(runnable, 0);
+  EXPECT_EQ(SettledProcessCpuNs(sleeper, 2000), ProcessCpuNs(sleeper));
+  EXPECT_EQ(RunnableThreads(spinner), 1);
+  const int64_t before = ProcessCpuNs(spinner);
+  EXPECT_GE(SettledProcessCpuNs(spinner, 2000), before);
+  for (pid_t p : {sleeper, spinner}) {
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+  }
+  EXPECT_EQ(RunnableThreads(-1), -1);
+  EXPECT_EQ(SettledProcessCpuNs(-1, 10), -1);
+}
+
 TEST(ProcessStatsTest, UnknownProcess) {
   EXPECT_EQ(ProcessThreads(-1), -1);
   EXPECT_EQ(ProcessCpuNs(-1), -1);
