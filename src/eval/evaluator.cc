@@ -76,6 +76,9 @@ class EvaluatorImpl : public Evaluator, public WorkerSource {
   EvalResult Evaluate(const EvalRequest& req, const ProgressFn& progress, const std::atomic<bool>* cancel) override;
   void CancelAll() override { cancel_all_ = true; }
   bool PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel) override;
+  void WantReferences(const std::string& owner, const std::set<std::string>& keys) override {
+    references_.Want(owner, keys);
+  }
   std::vector<std::pair<std::string, uint64_t>> CachedReferences() override { return references_.Held(); }
   uint64_t CachedReferencePrivateBytes(const std::string& key) override {
     auto ref = references_.Find(key);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,6 +84,15 @@ class Evaluator {
     (void)req;
     (void)cancel;
     return false;
+  }
+
+  // The reference configurations `owner` (a device's scheduler) will ask for soon, as ReferenceKey gives them: its
+  // running jobs' and the next ones queued for it. Kept in the reference cache while wanted, even past its budget
+  // (eval/reference_cache.h): a 39 GB reference dropped while a second evaluation of it waited for memory was
+  // computed again (16 s). Replaces the owner's earlier set. The default does nothing.
+  virtual void WantReferences(const std::string& owner, const std::set<std::string>& keys) {
+    (void)owner;
+    (void)keys;
   }
 
   // For the end of a process (a server's shutdown): every running evaluation's workers are killed now, reference

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 
 namespace kgym {
 
@@ -48,14 +49,37 @@ void ReferenceCache::Keep(const std::string& key, const ReferenceData& data) {
   order_.remove(key);
   order_.push_back(key);
   bytes_ += data.Bytes();
-  while (bytes_ > max_bytes_ && order_.size() > 1) {
-    auto victim = entries_.find(order_.front());
-    if (victim != entries_.end()) {
+  Trim();
+}
+
+// Oldest first, past the wanted ones; the newest stays whatever its size.
+void ReferenceCache::Trim() {
+  for (auto it = order_.begin(); bytes_ > max_bytes_ && it != order_.end() && std::next(it) != order_.end();) {
+    if (Wanted(*it)) {
+      ++it;
+      continue;
+    }
+    if (auto victim = entries_.find(*it); victim != entries_.end()) {
       bytes_ -= victim->second.get()->Bytes();
       entries_.erase(victim);
     }
-    order_.pop_front();
+    it = order_.erase(it);
   }
+}
+
+bool ReferenceCache::Wanted(const std::string& key) const {
+  for (const auto& [owner, keys] : wanted_)
+    if (keys.count(key)) return true;
+  return false;
+}
+
+void ReferenceCache::Want(const std::string& owner, std::set<std::string> keys) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (keys.empty())
+    wanted_.erase(owner);
+  else
+    wanted_[owner] = std::move(keys);
+  Trim();
 }
 
 bool ReferenceCache::Touch(const std::string& key) {

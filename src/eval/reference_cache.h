@@ -9,7 +9,10 @@
 //   to the callers waiting for it but not kept: the next Get computes again. A broken reference ("invalid") is kept
 //   like a working one.
 // - Kept bytes (ReferenceData::Bytes) stay within max_bytes by dropping the least recently used entries (made or
-//   got), but never the newest one. Callers still holding a dropped entry keep it alive.
+//   got), but never the newest one nor one that is wanted. Callers still holding a dropped entry keep it alive.
+// - Want(owner, keys): the references `owner` (a device's scheduler) will ask for next; they are not dropped while
+//   any owner wants them, even past max_bytes (memory admission counts what is kept as resident), and the cache is
+//   trimmed to its budget again as soon as they are no longer wanted. Replaces the owner's earlier keys.
 // - Touch(key): whether `key` is kept or being made, without computing it; a kept one counts as used now.
 // - RoomForAnother(): whether one more entry as large as the largest kept one fits without dropping any (a look-ahead
 //   must not push out references that queued evaluations are about to use).
@@ -26,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,16 +49,20 @@ class ReferenceCache {
   std::shared_ptr<const ReferenceData> Find(const std::string& key);
   bool RoomForAnother();
   bool Touch(const std::string& key);  // kept or being made; a kept one counts as used now
+  void Want(const std::string& owner, std::set<std::string> keys);
 
  private:
   using Future = std::shared_future<std::shared_ptr<const ReferenceData>>;
   void Keep(const std::string& key, const ReferenceData& data);  // mu_ held
+  void Trim();                                                   // mu_ held: drops down to max_bytes_
+  bool Wanted(const std::string& key) const;                     // mu_ held
 
   const size_t max_bytes_;
   std::mutex mu_;
   std::map<std::string, Future> entries_;
   std::list<std::string> order_;  // kept keys, least recently used first
   size_t bytes_ = 0;
+  std::map<std::string, std::set<std::string>> wanted_;  // by owner
 };
 
 }  // namespace kgym

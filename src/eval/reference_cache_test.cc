@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <future>
+#include <set>
 #include <thread>
 
 namespace kgym {
@@ -119,6 +120,34 @@ TEST(ReferenceCacheTest, RoomForAnotherAsLargeAsTheLargest) {
   std::vector<std::string> keys;
   for (const auto& [k, n] : cache.Held()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"a", "c", "e"}));
+}
+
+// A wanted entry stays past the budget (the scheduler's next jobs need it) and goes once no owner wants it.
+TEST(ReferenceCacheTest, WantedEntriesOutliveTheBudgetUntilUnwanted) {
+  ReferenceCache cache(150);
+  int runs = 0;
+  auto big = [&] {
+    ++runs;
+    return DataOf(100);
+  };
+  cache.Want("cuda:0", {"big"});
+  cache.Want("cuda:1", {"big", "x"});
+  cache.Get("big", big);
+  cache.Get("other", [] { return DataOf(100); });  // 200 > 150 bytes, yet "big" is wanted
+  EXPECT_EQ(cache.Held().size(), 2u);
+  cache.Get("third", [] { return DataOf(60); });  // "other" is neither wanted nor the newest: dropped
+  auto held = cache.Held();
+  std::set<std::string> keys;
+  for (const auto& [k, b] : held) keys.insert(k);
+  EXPECT_EQ(keys, (std::set<std::string>{"big", "third"}));
+  cache.Want("cuda:0", {});
+  EXPECT_TRUE(cache.Touch("big"));  // cuda:1 still wants it
+  cache.Get("big", big);
+  EXPECT_EQ(runs, 1);
+  cache.Want("cuda:1", {"x"});  // unwanted now: 160 bytes trim to the budget (the newest, "big", stays)
+  held = cache.Held();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].first, "big");
 }
 
 }  // namespace

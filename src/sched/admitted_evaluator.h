@@ -34,6 +34,9 @@ class AdmittedEvaluator : public Evaluator {
   // Admitted like an evaluation of its configuration (the first of one counts as the unknown one in flight); once
   // the reference data exists, an estimate from it admits the configuration's evaluations (as at "load").
   bool PrepareReference(const EvalRequest& req, const std::atomic<bool>* cancel = nullptr) override;
+  void WantReferences(const std::string& owner, const std::set<std::string>& keys) override {
+    inner_->WantReferences(owner, keys);
+  }
   std::vector<std::pair<std::string, uint64_t>> CachedReferences() override { return inner_->CachedReferences(); }
   uint64_t CachedReferencePrivateBytes(const std::string& key) override {
     return inner_->CachedReferencePrivateBytes(key);

@@ -73,6 +73,7 @@ using QueueKey = std::tuple<int, double, uint64_t>;
 struct Scheduler::Entry {
   SchedJob job;
   uint64_t seq = 0;
+  std::string reference_key;  // while it runs: its reference's key on its device
   std::atomic<bool> cancel{false};
   std::string phase;
   double phase_start = 0;
@@ -91,7 +92,9 @@ struct Scheduler::Device {
   Queue pinned;
   int running = 0;
   double busy_since = 0, busy_total = 0, started_at = 0;
-  std::set<std::string> looked_ahead;  // reference keys the look-ahead has prepared or is preparing
+  std::set<std::string> looked_ahead;       // reference keys the look-ahead has prepared or is preparing
+  std::multiset<std::string> running_keys;  // reference keys of the jobs it runs
+  std::set<std::string> wanted;             // running_keys and its window's, as last told to the evaluator
   int64_t prepared = 0;
   double prepare_s = 0;
 };
@@ -159,6 +162,7 @@ Status Scheduler::Submit(SchedJob job) {
     }
     e->seq = ++seq_;
     Enqueue(std::move(e));
+    WantNextAll();
   }
   // Every slot thread: the one woken by notify_one could be another device's, which cannot take a pinned job, and the
   // job would wait for the next event (Scheduler.PinnedJobsRunOnTheirDevice timed out so in a CI run).
@@ -196,6 +200,7 @@ bool Scheduler::Cancel(const std::string& id) {
       r->second->cancel = true;
       found = true;
     }
+    if (removed) WantNextAll();
   }
   if (removed) {
     EvalResult res;
@@ -229,14 +234,20 @@ void Scheduler::SlotLoop(Device* dev) {
     if (stopping_) return;
     // Retries whose backoff has elapsed go back to their queues.
     double now = SteadyNow();
-    while (!delayed_.empty() && delayed_.begin()->first <= now) {
-      Enqueue(std::move(delayed_.begin()->second));
-      delayed_.erase(delayed_.begin());
+    if (!delayed_.empty() && delayed_.begin()->first <= now) {
+      while (!delayed_.empty() && delayed_.begin()->first <= now) {
+        Enqueue(std::move(delayed_.begin()->second));
+        delayed_.erase(delayed_.begin());
+      }
+      WantNextAll();
     }
     std::unique_ptr<Entry> e;
     if (!draining_ && PopFor(dev, &e)) {
       if (dev->running++ == 0) dev->busy_since = SteadyNow();
       running_.emplace(e->job.id, e.get());
+      e->reference_key = ReferenceKey(OnDevice(e->job.request, dev->name));
+      dev->running_keys.insert(e->reference_key);
+      WantNext(dev);
       lookahead_cv_.notify_all();  // the look-ahead's window moved on
       l.unlock();
       RunOne(dev, std::move(e));
@@ -255,16 +266,24 @@ void Scheduler::SlotLoop(Device* dev) {
   }
 }
 
-// The first of the next `slots` jobs this device would take (its pinned queue and the shared one, in queue order)
-// whose reference configuration the look-ahead has not asked for yet, as it would run here.
-bool Scheduler::NextToPrepare(Device* dev, EvalRequest* out) {
+// The next `slots` jobs this device would take (its pinned queue and the shared one, in queue order), as they would
+// run here.
+std::vector<EvalRequest> Scheduler::Window(Device* dev) {
+  std::vector<EvalRequest> out;
   auto a = dev->pinned.entries.begin(), b = shared_->entries.begin();
-  for (int seen = 0; seen < dev->slots; ++seen) {
+  while (static_cast<int>(out.size()) < dev->slots) {
     const bool more_a = a != dev->pinned.entries.end(), more_b = b != shared_->entries.end();
-    if (!more_a && !more_b) return false;
+    if (!more_a && !more_b) break;
     auto& it = more_a && (!more_b || a->first < b->first) ? a : b;
-    EvalRequest req = OnDevice(it->second->job.request, dev->name);
+    out.push_back(OnDevice(it->second->job.request, dev->name));
     ++it;
+  }
+  return out;
+}
+
+// The first job of the window whose reference configuration the look-ahead has not asked for yet.
+bool Scheduler::NextToPrepare(Device* dev, EvalRequest* out) {
+  for (EvalRequest& req : Window(dev)) {
     if (dev->looked_ahead.size() > 4096) dev->looked_ahead.clear();  // a long-lived server's old tasks
     if (dev->looked_ahead.insert(ReferenceKey(req)).second) {
       *out = std::move(req);
@@ -272,6 +291,21 @@ bool Scheduler::NextToPrepare(Device* dev, EvalRequest* out) {
     }
   }
   return false;
+}
+
+// The references of the jobs it runs and of its window stay in the evaluator's cache (Evaluator::WantReferences): a
+// job popped by a slot may still wait for memory before it asks for its reference. Told only when the set changed;
+// under mu_, so the evaluator hears the sets in the order they were made (it only takes its cache's lock).
+void Scheduler::WantNext(Device* dev) {
+  std::set<std::string> keys(dev->running_keys.begin(), dev->running_keys.end());
+  for (const EvalRequest& req : Window(dev)) keys.insert(ReferenceKey(req));
+  if (keys == dev->wanted) return;
+  dev->wanted = keys;
+  evaluator_->WantReferences(dev->name, keys);
+}
+
+void Scheduler::WantNextAll() {
+  for (auto& dev : devices_) WantNext(dev.get());
 }
 
 void Scheduler::LookaheadLoop(Device* dev) {
@@ -343,6 +377,8 @@ void Scheduler::RunOne(Device* dev, std::unique_ptr<Entry> e) {
         running_.erase(r);
         break;
       }
+    if (auto k = dev->running_keys.find(e->reference_key); k != dev->running_keys.end()) dev->running_keys.erase(k);
+    WantNext(dev);
     if (stopping_) return;  // interrupted by Stop(): the store still holds the job; it is recovered on restart
     if (evaluated && !e->cancel && res.outcome == Outcome::kInvalid && res.error_code == "SYSTEM_ERROR" &&
         job.attempts <= options_.max_retries) {

@@ -135,6 +135,9 @@ class Scheduler {
   void RecordPhase(Entry* e, const std::string& phase);
   void LookaheadLoop(Device* dev);
   bool NextToPrepare(Device* dev, EvalRequest* out);  // mu_ held
+  std::vector<EvalRequest> Window(Device* dev);       // mu_ held: the next `slots` jobs it would take
+  void WantNext(Device* dev);                         // mu_ held: tells the evaluator the references it needs
+  void WantNextAll();                                 // mu_ held
 
   Evaluator* evaluator_;
   SchedulerOptions options_;

@@ -265,6 +265,72 @@ TEST(Scheduler, LookaheadPreparesTheNextTasksReferenceWhileEarlierJobsRun) {
   EXPECT_GE(s.Stats().devices[0].references_prepared, 1);
 }
 
+// Records the reference sets the scheduler wants kept; job `gated_job` runs until released (or 5 s).
+class WantEvaluator : public Evaluator {
+ public:
+  void WantReferences(const std::string& owner, const std::set<std::string>& keys) override {
+    std::lock_guard<std::mutex> l(mu);
+    wants.emplace_back(owner, keys);
+    cv.notify_all();
+  }
+  EvalResult Evaluate(const EvalRequest& req, const ProgressFn&, const std::atomic<bool>*) override {
+    std::unique_lock<std::mutex> l(mu);
+    if (req.task_id == gated_job) cv.wait_for(l, std::chrono::seconds(5), [&] { return released; });
+    EvalResult r;
+    r.task_id = req.task_id;
+    r.outcome = Outcome::kCorrect;
+    return r;
+  }
+  std::vector<std::string> Devices() const override { return {"cpu"}; }
+  bool Saw(const std::set<std::string>& keys) {
+    std::unique_lock<std::mutex> l(mu);
+    return cv.wait_for(l, std::chrono::seconds(5), [&] {
+      for (const auto& [owner, k] : wants)
+        if (k == keys) return true;
+      return false;
+    });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> l(mu);
+    released = true;
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string gated_job;
+  bool released = false;
+  std::vector<std::pair<std::string, std::set<std::string>>> wants;
+};
+
+std::string KeyOnCpu(const std::string& task) {
+  EvalRequest r = TaskJob("x", task).request;
+  r.device = "cpu";
+  return ReferenceKey(r);
+}
+
+TEST(Scheduler, WantsTheReferencesOfRunningAndNextJobsKept) {
+  WantEvaluator ev;
+  ev.gated_job = "a1";
+  RecordingListener li;
+  SchedulerOptions o;
+  o.devices = {{"cpu", 1}};
+  o.reference_lookahead = 0;
+  Scheduler s(&ev, o, &li);
+  for (auto [id, task] : {std::pair{"a1", "A"}, {"b1", "B"}, {"c1", "C"}})
+    ASSERT_TRUE(s.Submit(TaskJob(id, task)).ok());
+  EXPECT_TRUE(ev.Saw({KeyOnCpu("A")}));  // queued: the one slot's window
+  s.Start();
+  EXPECT_TRUE(ev.Saw({KeyOnCpu("A"), KeyOnCpu("B")}));  // a1 runs, b1 is next
+  ev.Release();
+  ASSERT_TRUE(li.WaitFinished(3));
+  EXPECT_TRUE(ev.Saw({KeyOnCpu("B"), KeyOnCpu("C")}));
+  s.Stop();
+  std::lock_guard<std::mutex> l(ev.mu);
+  ASSERT_FALSE(ev.wants.empty());
+  EXPECT_EQ(ev.wants.back(), (std::pair<std::string, std::set<std::string>>("cpu", {})));  // nothing left to keep
+  for (size_t i = 1; i < ev.wants.size(); ++i) EXPECT_NE(ev.wants[i].second, ev.wants[i - 1].second);  // changes only
+}
+
 TEST(Scheduler, NoLookaheadWhenTurnedOff) {
   LookaheadEvaluator ev;
   RecordingListener li;
