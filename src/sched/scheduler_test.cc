@@ -243,16 +243,25 @@ SchedJob TaskJob(const std::string& id, const std::string& task) {
   return j;
 }
 
+SchedulerOptions OneCpuSlot(int reference_lookahead) {
+  SchedulerOptions o;
+  o.devices = {{"cpu", 1}};
+  o.reference_lookahead = reference_lookahead;
+  return o;
+}
+
+// Submits jobs (id, task) in order.
+void SubmitTasks(Scheduler* s, std::initializer_list<std::pair<const char*, const char*>> jobs) {
+  for (auto [id, task] : jobs) ASSERT_TRUE(s->Submit(TaskJob(id, task)).ok());
+}
+
 TEST(Scheduler, LookaheadPreparesTheNextTasksReferenceWhileEarlierJobsRun) {
   LookaheadEvaluator ev;
   ev.gated_job = "a2";
   ev.awaited_task = "B";
   RecordingListener li;
-  SchedulerOptions o;
-  o.devices = {{"cpu", 1}};
-  Scheduler s(&ev, o, &li);
-  for (auto [id, task] : {std::pair{"a1", "A"}, {"a2", "A"}, {"b1", "B"}, {"b2", "B"}})
-    ASSERT_TRUE(s.Submit(TaskJob(id, task)).ok());
+  Scheduler s(&ev, OneCpuSlot(1), &li);
+  SubmitTasks(&s, {{"a1", "A"}, {"a2", "A"}, {"b1", "B"}, {"b2", "B"}});
   s.Start();
   ASSERT_TRUE(li.WaitFinished(4));
   s.Stop();
@@ -312,12 +321,8 @@ TEST(Scheduler, WantsTheReferencesOfRunningAndNextJobsKept) {
   WantEvaluator ev;
   ev.gated_job = "a1";
   RecordingListener li;
-  SchedulerOptions o;
-  o.devices = {{"cpu", 1}};
-  o.reference_lookahead = 0;
-  Scheduler s(&ev, o, &li);
-  for (auto [id, task] : {std::pair{"a1", "A"}, {"b1", "B"}, {"c1", "C"}})
-    ASSERT_TRUE(s.Submit(TaskJob(id, task)).ok());
+  Scheduler s(&ev, OneCpuSlot(0), &li);
+  SubmitTasks(&s, {{"a1", "A"}, {"b1", "B"}, {"c1", "C"}});
   EXPECT_TRUE(ev.Saw({KeyOnCpu("A")}));  // queued: the one slot's window
   s.Start();
   EXPECT_TRUE(ev.Saw({KeyOnCpu("A"), KeyOnCpu("B")}));  // a1 runs, b1 is next
@@ -334,12 +339,8 @@ TEST(Scheduler, WantsTheReferencesOfRunningAndNextJobsKept) {
 TEST(Scheduler, NoLookaheadWhenTurnedOff) {
   LookaheadEvaluator ev;
   RecordingListener li;
-  SchedulerOptions o;
-  o.devices = {{"cpu", 1}};
-  o.reference_lookahead = 0;
-  Scheduler s(&ev, o, &li);
-  for (auto [id, task] : {std::pair{"a1", "A"}, {"b1", "B"}, {"c1", "C"}})
-    ASSERT_TRUE(s.Submit(TaskJob(id, task)).ok());
+  Scheduler s(&ev, OneCpuSlot(0), &li);
+  SubmitTasks(&s, {{"a1", "A"}, {"b1", "B"}, {"c1", "C"}});
   s.Start();
   ASSERT_TRUE(li.WaitFinished(3));
   s.Stop();
