@@ -59,15 +59,17 @@ def phase_sums(records):
 
 def lock_use(records, wall):
     """The device timing lock (kgym's metadata.timing_lock, reference_timing_lock): acquisitions, total wait and hold
-    of the candidates and of each reference once (by its cache key: cached references repeat their notes), the
-    hold's parts summed, and occupancy = total hold / the run's wall (the share of wall some timed part held the GPU);
-    occupancy_in_span the same over the span from the first acquisition to the last release, where recorded.
-    None where no record carries it (the other runners)."""
+    of the candidates and of each run of a reference once (by its cache key and first acquisition: cached references
+    repeat their notes, a reference computed again has other times), the hold's parts summed, and occupancy = total
+    hold / the run's wall (the share of wall some timed part held the GPU); occupancy_in_span the same over the span
+    from the first acquisition to the last release, where recorded; reference.made_again: the cache keys computed
+    more than once. None where no record carries it (the other runners)."""
     cand = [r["timing_lock"] for r in records if isinstance(r.get("timing_lock"), dict)]
     refs = {}
     for r in records:
-        if isinstance(r.get("reference_timing_lock"), dict):
-            refs.setdefault(r.get("reference_cache_key") or r["problem"], r["reference_timing_lock"])
+        lock = r.get("reference_timing_lock")
+        if isinstance(lock, dict):
+            refs.setdefault((r.get("reference_cache_key") or r["problem"], lock.get("first_at")), lock)
     if not cand and not refs:
         return None
     out = {}
@@ -80,6 +82,10 @@ def lock_use(records, wall):
         out[name] = {"runs": len(uses), "acquisitions": sum(u.get("acquisitions", 0) for u in uses),
                      "wait_s": sum(u.get("wait_s", 0.0) for u in uses),
                      "hold_s": sum(u.get("hold_s", 0.0) for u in uses), "hold_parts_s": parts}
+    runs_of = {}
+    for key, _ in refs:
+        runs_of[key] = runs_of.get(key, 0) + 1
+    out["reference"]["made_again"] = sorted(k for k, n in runs_of.items() if n > 1)
     hold = out["candidate"]["hold_s"] + out["reference"]["hold_s"]
     out["hold_s"] = hold
     out["wait_s"] = out["candidate"]["wait_s"] + out["reference"]["wait_s"]
@@ -195,6 +201,11 @@ def table(summaries):
             lines.append("timing lock hold of %s %s candidates, by part (s): %s" % (
                 s["runner"], ",".join("%s=%s" % kv for kv in s["setting"].items()),
                 ", ".join("%s %.2f" % (k, v) for k, v in sorted(p.items()) if k != "verified")))
+    for s in summaries:
+        again = ((s.get("timing_lock") or {}).get("reference") or {}).get("made_again")
+        if again:
+            lines.append("references computed more than once in the %s run: %d (%s)" % (
+                s["runner"], len(again), ", ".join(k[:12] for k in again)))
     return "\n".join(lines)
 
 

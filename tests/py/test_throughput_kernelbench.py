@@ -202,6 +202,14 @@ def test_lock_use_counts_each_reference_once(kb_dir):
         r["reference_timing_lock"].update(first_at=90.0, last_at=92.0)
     lk = kb_report.lock_use(run["records"], 10.0)
     assert lk["held_span_s"] == pytest.approx(15.0) and lk["occupancy_in_span"] == pytest.approx(8.0 / 15.0)
+    assert lk["reference"]["made_again"] == []
+    run["records"][2]["reference_cache_key"] = "k1"
+    run["records"][2]["reference_timing_lock"]["first_at"] = 95.0  # k1 computed again (other times): both runs count
+    lk = kb_report.lock_use(run["records"], 10.0)
+    assert lk["reference"]["runs"] == 2 and lk["reference"]["made_again"] == ["k1"]
+    assert "computed more than once in the kgym run: 1 (k1)" in kb_report.table([kb_report.summarise(run, 105, None)])
+    run["records"][2]["reference_timing_lock"]["first_at"] = 90.0  # the same run's notes repeated: once
+    assert kb_report.lock_use(run["records"], 10.0)["reference"]["runs"] == 1
     assert kb_report.lock_use(_run("kernelbench", mix, {})["records"], 10.0) is None
     assert "timing lock hold of kgym" in kb_report.table([kb_report.summarise(run, 105, None)])
 
