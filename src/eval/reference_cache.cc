@@ -36,24 +36,25 @@ std::shared_ptr<const ReferenceData> ReferenceCache::Get(const std::string& key,
   if (here) {
     std::shared_ptr<ReferenceData> data = compute();
     mine.set_value(data);
+    std::vector<Future> dropped;  // freed after the lock: a reference may be tens of GB
     std::lock_guard<std::mutex> l(mu_);
     if (!data->error_kind.empty() && data->error_kind != "invalid")
       entries_.erase(key);
     else
-      Keep(key, *data);
+      Keep(key, *data, &dropped);
   }
   return fut.get();  // outside the lock: another caller may still be computing it
 }
 
-void ReferenceCache::Keep(const std::string& key, const ReferenceData& data) {
+void ReferenceCache::Keep(const std::string& key, const ReferenceData& data, std::vector<Future>* dropped) {
   order_.remove(key);
   order_.push_back(key);
   bytes_ += data.Bytes();
-  Trim();
+  Trim(dropped);
 }
 
 // Oldest first, past the wanted ones; the newest stays whatever its size.
-void ReferenceCache::Trim() {
+void ReferenceCache::Trim(std::vector<Future>* dropped) {
   for (auto it = order_.begin(); bytes_ > max_bytes_ && it != order_.end() && std::next(it) != order_.end();) {
     if (Wanted(*it)) {
       ++it;
@@ -61,6 +62,7 @@ void ReferenceCache::Trim() {
     }
     if (auto victim = entries_.find(*it); victim != entries_.end()) {
       bytes_ -= victim->second.get()->Bytes();
+      dropped->push_back(std::move(victim->second));
       entries_.erase(victim);
     }
     it = order_.erase(it);
@@ -74,12 +76,13 @@ bool ReferenceCache::Wanted(const std::string& key) const {
 }
 
 void ReferenceCache::Want(const std::string& owner, std::set<std::string> keys) {
+  std::vector<Future> dropped;  // freed after the lock
   std::lock_guard<std::mutex> l(mu_);
   if (keys.empty())
     wanted_.erase(owner);
   else
     wanted_[owner] = std::move(keys);
-  Trim();
+  Trim(&dropped);
 }
 
 bool ReferenceCache::Touch(const std::string& key) {

@@ -53,9 +53,10 @@ class ReferenceCache {
 
  private:
   using Future = std::shared_future<std::shared_ptr<const ReferenceData>>;
-  void Keep(const std::string& key, const ReferenceData& data);  // mu_ held
-  void Trim();                                                   // mu_ held: drops down to max_bytes_
-  bool Wanted(const std::string& key) const;                     // mu_ held
+  // mu_ held. What they drop goes to `dropped`, for the caller to free once it has let go of mu_.
+  void Keep(const std::string& key, const ReferenceData& data, std::vector<Future>* dropped);
+  void Trim(std::vector<Future>* dropped);    // down to max_bytes_
+  bool Wanted(const std::string& key) const;  // mu_ held
 
   const size_t max_bytes_;
   std::mutex mu_;

@@ -94,7 +94,8 @@ struct Scheduler::Device {
   double busy_since = 0, busy_total = 0, started_at = 0;
   std::set<std::string> looked_ahead;       // reference keys the look-ahead has prepared or is preparing
   std::multiset<std::string> running_keys;  // reference keys of the jobs it runs
-  std::set<std::string> wanted;             // running_keys and its window's, as last told to the evaluator
+  std::set<std::string> wanted;             // running_keys and its window's
+  std::set<std::string> told;               // what the evaluator was last told (want_mu_ and mu_ held to change)
   int64_t prepared = 0;
   double prepare_s = 0;
 };
@@ -164,6 +165,7 @@ Status Scheduler::Submit(SchedJob job) {
     Enqueue(std::move(e));
     WantNextAll();
   }
+  TellWants();
   // Every slot thread: the one woken by notify_one could be another device's, which cannot take a pinned job, and the
   // job would wait for the next event (Scheduler.PinnedJobsRunOnTheirDevice timed out so in a CI run).
   cv_.notify_all();
@@ -202,6 +204,7 @@ bool Scheduler::Cancel(const std::string& id) {
     }
     if (removed) WantNextAll();
   }
+  if (removed) TellWants();
   if (removed) {
     EvalResult res;
     res.task_id = id;
@@ -250,6 +253,7 @@ void Scheduler::SlotLoop(Device* dev) {
       WantNext(dev);
       lookahead_cv_.notify_all();  // the look-ahead's window moved on
       l.unlock();
+      TellWants();
       RunOne(dev, std::move(e));
       l.lock();
       if (--dev->running == 0) dev->busy_total += SteadyNow() - dev->busy_since;
@@ -294,14 +298,27 @@ bool Scheduler::NextToPrepare(Device* dev, EvalRequest* out) {
 }
 
 // The references of the jobs it runs and of its window stay in the evaluator's cache (Evaluator::WantReferences): a
-// job popped by a slot may still wait for memory before it asks for its reference. Told only when the set changed;
-// under mu_, so the evaluator hears the sets in the order they were made (it only takes its cache's lock).
+// job popped by a slot may still wait for memory before it asks for its reference. TellWants passes the sets on.
 void Scheduler::WantNext(Device* dev) {
   std::set<std::string> keys(dev->running_keys.begin(), dev->running_keys.end());
   for (const EvalRequest& req : Window(dev)) keys.insert(ReferenceKey(req));
-  if (keys == dev->wanted) return;
-  dev->wanted = keys;
-  evaluator_->WantReferences(dev->name, keys);
+  dev->wanted = std::move(keys);
+}
+
+// Without mu_: an unwanted reference the cache drops may be tens of GB to free, which must not stop the slots. The
+// calls are one at a time (want_mu_), each with the newest set, so the evaluator never hears an older set after a
+// newer one; a set equal to the last one told is not told again.
+void Scheduler::TellWants() {
+  std::lock_guard<std::mutex> w(want_mu_);
+  for (auto& dev : devices_) {
+    std::set<std::string> keys;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (dev->wanted == dev->told) continue;
+      dev->told = keys = dev->wanted;
+    }
+    evaluator_->WantReferences(dev->name, keys);
+  }
 }
 
 void Scheduler::WantNextAll() {
@@ -389,6 +406,7 @@ void Scheduler::RunOne(Device* dev, std::unique_ptr<Entry> e) {
       outcomes_[e->cancel ? std::string("cancelled") : std::string(OutcomeName(res.outcome))]++;
     }
   }
+  TellWants();
   if (!retry) {
     listener_->OnFinished(job, res);
     return;

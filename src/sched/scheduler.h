@@ -136,14 +136,16 @@ class Scheduler {
   void LookaheadLoop(Device* dev);
   bool NextToPrepare(Device* dev, EvalRequest* out);  // mu_ held
   std::vector<EvalRequest> Window(Device* dev);       // mu_ held: the next `slots` jobs it would take
-  void WantNext(Device* dev);                         // mu_ held: tells the evaluator the references it needs
+  void WantNext(Device* dev);                         // mu_ held: the references it needs kept
   void WantNextAll();                                 // mu_ held
+  void TellWants();                                   // mu_ not held: passes changed sets to the evaluator
 
   Evaluator* evaluator_;
   SchedulerOptions options_;
   SchedulerListener* listener_;
 
   mutable std::mutex mu_;
+  std::mutex want_mu_;  // TellWants' calls one at a time; taken before mu_, never while holding it
   std::condition_variable cv_, idle_cv_, lookahead_cv_;
   std::atomic<bool> lookahead_cancel_{false};  // Stop(): ends the look-ahead's waits for memory
   bool started_ = false, stopping_ = false, draining_ = false;
