@@ -15,6 +15,8 @@
 // configuration once, so the evaluations of a task that waits behind another one find its reference ready instead
 // of all waiting for it when they start (the device's timing lock would idle meanwhile). The look-ahead takes no
 // slot; a job that starts while its reference is still being prepared waits for that computation, not a second one.
+// Whatever reference_lookahead is, the evaluator hears the reference configurations of each device's running jobs
+// and next `slots` queued ones whenever they change (Evaluator::WantReferences), so its cache keeps them.
 //
 // Thread-safe. Listener callbacks run on slot threads (or the caller's thread for Cancel of a queued job)
 // without scheduler locks held; they must not block for long.
