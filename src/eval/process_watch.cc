@@ -19,8 +19,9 @@ ProcessWatch::ProcessWatch(pid_t pid, std::set<pid_t> hello_threads, bool count_
 // One reading per side of a call, made while the device's timing lock is held, so it costs a few system calls
 // whatever the thread count: the process's CPU clock (every thread's time, ended threads' included), the list of its
 // threads, and the CPU time of those born after hello only (a worker has dozens of threads from its libraries).
-// A settled reading waits at most kSettleUs: a thread that runs on, as deferred work does, has up to that much of its
-// work counted in the call instead of after it.
+// A settled reading (CPU evaluations, around a measured "between") also reads every thread's state, ~4 us a thread,
+// and waits at most kSettleUs: a thread that runs on, as deferred work does, has up to that much of its work counted
+// in the call instead of after it.
 constexpr int kSettleUs = 2000;
 
 struct ProcessWatch::Reading {
