@@ -55,17 +55,28 @@ std::set<pid_t> ThreadIds(pid_t pid) {
   return out;
 }
 
-// Read while the timing lock is held (eval/process_watch.h): plain system calls, no streams.
-int64_t ThreadRunNs(pid_t pid, pid_t tid) {
-  if (pid <= 0 || tid <= 0) return -1;
-  char path[64], buf[96];
-  std::snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", static_cast<int>(pid), static_cast<int>(tid));
+namespace {
+
+// Read while the timing lock is held (eval/process_watch.h): plain system calls, no streams. The text of
+// /proc/PID/task/TID/FILE into buf (NUL-terminated), or false.
+bool ReadThreadFile(pid_t pid, pid_t tid, const char* file, char* buf, size_t size) {
+  if (pid <= 0 || tid <= 0) return false;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/task/%d/%s", static_cast<int>(pid), static_cast<int>(tid), file);
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  if (fd < 0) return false;  // the thread ended
+  const ssize_t n = ::read(fd, buf, size - 1);
   ::close(fd);
-  if (n <= 0) return -1;
+  if (n <= 0) return false;
   buf[n] = '\0';
+  return true;
+}
+
+}  // namespace
+
+int64_t ThreadRunNs(pid_t pid, pid_t tid) {
+  char buf[96];
+  if (!ReadThreadFile(pid, tid, "schedstat", buf, sizeof buf)) return -1;
   char* end = nullptr;
   const long long ns = std::strtoll(buf, &end, 10);
   return end != buf ? ns : -1;
@@ -91,28 +102,16 @@ int64_t ProcessCpuNs(pid_t pid) {
   return total;
 }
 
-// Read while the timing lock is held: plain system calls, no streams.
 int RunnableThreads(pid_t pid) {
-  if (pid <= 0) return -1;
-  char path[320];  // "/proc/PID/task/" and a directory entry's name
-  std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
-  DIR* d = ::opendir(path);
-  if (!d) return -1;
+  const std::set<pid_t> ids = ThreadIds(pid);
+  if (ids.empty()) return -1;  // a live process has a thread
   int n = 0;
   char buf[512];
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    std::snprintf(path, sizeof path, "/proc/%d/task/%s/stat", static_cast<int>(pid), e->d_name);
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;  // the thread ended
-    const ssize_t got = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-    if (got <= 0) continue;
-    buf[got] = '\0';
+  for (pid_t tid : ids) {
+    if (!ReadThreadFile(pid, tid, "stat", buf, sizeof buf)) continue;
     const char* close = std::strrchr(buf, ')');  // the name may hold spaces and parentheses; the state follows it
     if (close && close[1] == ' ' && close[2] == 'R') ++n;
   }
-  ::closedir(d);
   return n;
 }
 
