@@ -73,7 +73,8 @@ using QueueKey = std::tuple<int, double, uint64_t>;
 struct Scheduler::Entry {
   SchedJob job;
   uint64_t seq = 0;
-  std::string reference_key;  // while it runs: its reference's key on its device
+  std::string reference_key;                  // while it runs: its reference's key on its device
+  std::map<std::string, std::string> key_on;  // by device: its reference's key there (Scheduler::KeyOn)
   std::atomic<bool> cancel{false};
   std::string phase;
   double phase_start = 0;
@@ -248,9 +249,9 @@ void Scheduler::SlotLoop(Device* dev) {
     if (!draining_ && PopFor(dev, &e)) {
       if (dev->running++ == 0) dev->busy_since = SteadyNow();
       running_.emplace(e->job.id, e.get());
-      e->reference_key = ReferenceKey(OnDevice(e->job.request, dev->name));
+      e->reference_key = KeyOn(e.get(), dev);
       dev->running_keys.insert(e->reference_key);
-      WantNext(dev);
+      WantNextAll();               // a job from the shared queue was in every device's window
       lookahead_cv_.notify_all();  // the look-ahead's window moved on
       l.unlock();
       TellWants();
@@ -270,27 +271,35 @@ void Scheduler::SlotLoop(Device* dev) {
   }
 }
 
-// The next `slots` jobs this device would take (its pinned queue and the shared one, in queue order), as they would
-// run here.
-std::vector<EvalRequest> Scheduler::Window(Device* dev) {
-  std::vector<EvalRequest> out;
+// The next `slots` jobs this device would take (its pinned queue and the shared one, in queue order).
+std::vector<Scheduler::Entry*> Scheduler::Window(Device* dev) {
+  std::vector<Entry*> out;
   auto a = dev->pinned.entries.begin(), b = shared_->entries.begin();
   while (static_cast<int>(out.size()) < dev->slots) {
     const bool more_a = a != dev->pinned.entries.end(), more_b = b != shared_->entries.end();
     if (!more_a && !more_b) break;
     auto& it = more_a && (!more_b || a->first < b->first) ? a : b;
-    out.push_back(OnDevice(it->second->job.request, dev->name));
+    out.push_back(it->second.get());
     ++it;
   }
   return out;
 }
 
-// The first job of the window whose reference configuration the look-ahead has not asked for yet.
+// The key of a job's reference configuration as it would run on `dev`, made once per job and device: the windows are
+// looked at on every submission and start.
+const std::string& Scheduler::KeyOn(Entry* e, Device* dev) {
+  auto [it, made] = e->key_on.try_emplace(dev->name);
+  if (made) it->second = ReferenceKey(OnDevice(e->job.request, dev->name));
+  return it->second;
+}
+
+// The first job of the window whose reference configuration the look-ahead has not asked for yet, as it would run
+// here.
 bool Scheduler::NextToPrepare(Device* dev, EvalRequest* out) {
-  for (EvalRequest& req : Window(dev)) {
+  for (Entry* e : Window(dev)) {
     if (dev->looked_ahead.size() > 4096) dev->looked_ahead.clear();  // a long-lived server's old tasks
-    if (dev->looked_ahead.insert(ReferenceKey(req)).second) {
-      *out = std::move(req);
+    if (dev->looked_ahead.insert(KeyOn(e, dev)).second) {
+      *out = OnDevice(e->job.request, dev->name);
       return true;
     }
   }
@@ -301,7 +310,7 @@ bool Scheduler::NextToPrepare(Device* dev, EvalRequest* out) {
 // job popped by a slot may still wait for memory before it asks for its reference. TellWants passes the sets on.
 void Scheduler::WantNext(Device* dev) {
   std::set<std::string> keys(dev->running_keys.begin(), dev->running_keys.end());
-  for (const EvalRequest& req : Window(dev)) keys.insert(ReferenceKey(req));
+  for (Entry* e : Window(dev)) keys.insert(KeyOn(e, dev));
   dev->wanted = std::move(keys);
 }
 

@@ -137,7 +137,8 @@ class Scheduler {
   void RecordPhase(Entry* e, const std::string& phase);
   void LookaheadLoop(Device* dev);
   bool NextToPrepare(Device* dev, EvalRequest* out);  // mu_ held
-  std::vector<EvalRequest> Window(Device* dev);       // mu_ held: the next `slots` jobs it would take
+  std::vector<Entry*> Window(Device* dev);            // mu_ held: the next `slots` jobs it would take
+  const std::string& KeyOn(Entry* e, Device* dev);    // mu_ held
   void WantNext(Device* dev);                         // mu_ held: the references it needs kept
   void WantNextAll();                                 // mu_ held
   void TellWants();                                   // mu_ not held: passes changed sets to the evaluator
