@@ -78,8 +78,10 @@ def main(argv=None):
     finally:
         with learner.lock:  # a generation batch may still be relaying
             learner.finish()
+        server.close()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .distributed import exit_process
+    exit_process(main())  # not sys.exit: see exit_process

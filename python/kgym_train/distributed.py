@@ -22,6 +22,7 @@ in this process's environment by `set_nvls_env`, so they reach every process the
 import datetime
 import math
 import os
+import sys
 
 import torch
 
@@ -34,6 +35,20 @@ TIMEOUT = datetime.timedelta(hours=6)
 def set_nvls_env():
     for k, v in NVLS_ENV.items():
         os.environ[k] = v
+
+
+def exit_process(code):
+    """Ends a learner process without the interpreter's finalization, once its work is saved and its process group
+    left: a thread still inside torch at exit (one of the server's daemon threads, a gloo worker dropping a
+    collective's last tensor) needs the GIL while Python finalizes, Python then ends that thread with pthread_exit,
+    and its unwinding through torch's noexcept frames aborts the process ("terminate called without an active
+    exception", exit -6: seen once in CI on rank 0 of a served learner). stdout and stderr are flushed first."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
+            pass
+    os._exit(code)
 
 
 def fully_shard_fn():

@@ -130,4 +130,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from .distributed import exit_process
+    exit_process(main())

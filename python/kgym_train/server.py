@@ -133,6 +133,12 @@ class LearnerServer:
         print(f"{P.READY_LINE} port={self.port}", flush=True)
         self.httpd.serve_forever()
 
+    def close(self):
+        """After serve_forever: the listening socket and the TensorBoard log (the process exits without finalizing)."""
+        self.httpd.server_close()
+        if self.metrics is not None:
+            self.metrics.close()
+
     # ---- plumbing ---------------------------------------------------------------------------------------------------
     def _reply(self, h, status, obj):
         data = json.dumps(obj).encode()

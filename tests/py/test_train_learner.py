@@ -253,3 +253,32 @@ def test_optimizer_choice_sgd_steps_by_lr_times_gradient_adamw_by_about_lr():
     assert steps["adamw"][1] == pytest.approx(0.1, rel=1e-4) and steps["adamw"][2] == pytest.approx(0.1, rel=1e-6)
     with pytest.raises(ValueError, match="optim.name"):
         make_optimizer([torch.zeros(1, requires_grad=True)], {"name": "lion", "lr": 0.1, "weight_decay": 0.0})
+
+
+_BUSY_AT_EXIT = """
+import sys, threading, time, torch
+from kgym_train.distributed import exit_process
+def busy():
+    a = torch.randn(100000)
+    while True:
+        a + a  # inside torch, the GIL released, when the main thread ends
+threading.Thread(target=busy, daemon=True).start()
+time.sleep(0.2)
+print("printed, not flushed")
+if sys.argv[1] == "plain":
+    sys.exit(3)
+exit_process(3)
+"""
+
+
+def test_learner_exit_survives_a_thread_busy_in_torch():
+    """kgym_train's processes end through exit_process: with a daemon thread inside torch at exit, Python's own
+    finalization aborts (torch 1.13 on Python 3.11: 'terminate called without an active exception', -6); the learner
+    exits with its own code and its output flushed."""
+    def run(how):
+        return subprocess.run([python(), "-c", _BUSY_AT_EXIT, how], capture_output=True, text=True, env=env(),
+                              cwd=ROOT, timeout=120)
+    p = run("exit_process")
+    assert (p.returncode, p.stdout) == (3, "printed, not flushed\n"), p.stderr[-2000:]
+    plain = run("plain")  # what exit_process avoids, where this torch and Python show it (not asserted: newer ones may not)
+    print("plain sys.exit:", plain.returncode, plain.stderr.strip()[-200:])
