@@ -73,7 +73,6 @@ using QueueKey = std::tuple<int, double, uint64_t>;
 struct Scheduler::Entry {
   SchedJob job;
   uint64_t seq = 0;
-  std::string reference_key;                  // while it runs: its reference's key on its device
   std::map<std::string, std::string> key_on;  // by device: its reference's key there (Scheduler::KeyOn)
   std::atomic<bool> cancel{false};
   std::string phase;
@@ -249,8 +248,7 @@ void Scheduler::SlotLoop(Device* dev) {
     if (!draining_ && PopFor(dev, &e)) {
       if (dev->running++ == 0) dev->busy_since = SteadyNow();
       running_.emplace(e->job.id, e.get());
-      e->reference_key = KeyOn(e.get(), dev);
-      dev->running_keys.insert(e->reference_key);
+      dev->running_keys.insert(KeyOn(e.get(), dev));
       WantNextAll();               // a job from the shared queue was in every device's window
       lookahead_cv_.notify_all();  // the look-ahead's window moved on
       l.unlock();
@@ -403,7 +401,7 @@ void Scheduler::RunOne(Device* dev, std::unique_ptr<Entry> e) {
         running_.erase(r);
         break;
       }
-    if (auto k = dev->running_keys.find(e->reference_key); k != dev->running_keys.end()) dev->running_keys.erase(k);
+    if (auto k = dev->running_keys.find(KeyOn(e.get(), dev)); k != dev->running_keys.end()) dev->running_keys.erase(k);
     WantNext(dev);
     if (stopping_) return;  // interrupted by Stop(): the store still holds the job; it is recovered on restart
     if (evaluated && !e->cancel && res.outcome == Outcome::kInvalid && res.error_code == "SYSTEM_ERROR" &&
