@@ -10,6 +10,7 @@ their mean CUDA-event runtimes, which include launch gaps, so theirs is an upper
 `cupti` uses kgym's CUPTI times of the same problems for every runner's correct candidates of kind "correct"
 (the same code on the same GPU), so the three are compared on one numerator.
 """
+import collections
 import statistics
 
 
@@ -82,9 +83,7 @@ def lock_use(records, wall):
         out[name] = {"runs": len(uses), "acquisitions": sum(u.get("acquisitions", 0) for u in uses),
                      "wait_s": sum(u.get("wait_s", 0.0) for u in uses),
                      "hold_s": sum(u.get("hold_s", 0.0) for u in uses), "hold_parts_s": parts}
-    runs_of = {}
-    for key, _ in refs:
-        runs_of[key] = runs_of.get(key, 0) + 1
+    runs_of = collections.Counter(key for key, _ in refs)
     out["reference"]["made_again"] = sorted(k for k, n in runs_of.items() if n > 1)
     hold = out["candidate"]["hold_s"] + out["reference"]["hold_s"]
     out["hold_s"] = hold
