@@ -16,6 +16,7 @@ files.
 """
 import math
 import os
+import sys
 import threading
 import time
 
@@ -26,7 +27,10 @@ from .chat import ChatRenderer
 from .distributed import Ranks
 from .losses import (aggregate, aggregate_norm, dual_clip_token_loss, micro_batches, response_logprobs,
                      risky_tokens)
+from .decoder import view_of
 from .models import Policy
+from .rollout import Request, RolloutEngine, kv_bytes_per_token
+from .precision import MasterWeights, describe, grad_params, memory_plan, scheduled
 from .tokenizer import load_tokenizer, train_tokenizer
 
 
@@ -88,8 +92,8 @@ class Learner:
         else:
             self.policy = Policy.create(model_cfg["init"], len(self.tokenizer), self.tokenizer.pad_id(), self.device,
                                         dtype)
-        if train and model_cfg.get("gradient_checkpointing") and self.policy.arch == "qwen3":
-            self.policy.model.gradient_checkpointing_enable()
+        if train and model_cfg.get("gradient_checkpointing"):
+            self.policy.enable_checkpointing()
         self.ranks.wrap(self.policy.model)
         self.renderer = ChatRenderer(self.tokenizer, model_cfg.get("chat_template", "chatml"))
         mp = trainer.get("mixed_precision", "none")
@@ -101,6 +105,13 @@ class Learner:
         self.lock = threading.Lock()
         self.optimizer = None
         self.scheduler = None
+        self.optim_name = "adamw"
+        self.steps_taken = 0
+        self.memory_report = None
+        low = next(self.policy.model.parameters()).dtype in (torch.bfloat16, torch.float16)
+        self.master_weights = (low and trainer.get("master_weights", "fp32") not in ("none", None, False)
+                               and self.ranks.sharding != "fsdp2")
+        self.engine = None
         self.leading = False  # serve: rank 0 relays its operations to the followers (kgym sft: all ranks loop)
 
     def _tokenizer(self, model_cfg, path):
@@ -152,10 +163,20 @@ class Learner:
         return self._generate(prompts, max_new_tokens, temperature, top_p, top_k, seed)
 
     def _generate(self, prompts, max_new_tokens, temperature, top_p, top_k, seed):
-        if not self.ranks.distributed:
-            return self.policy.generate(prompts, max_new_tokens, self.stop_ids, self.pad_id, temperature, top_p,
-                                        top_k, seed)
+        """Per prompt (ids, logprobs, finish_reason). Row i of a seeded call samples with seed*1000003 + i, so a row's
+        tokens do not depend on the batch or on how many ranks share it (the engine's noise is per sequence)."""
         mine = self.ranks.share([len(p) for p in prompts])
+        if self.ranks.sharding == "fsdp2" or self.cfg.get("rollout", {}).get("local_engine", "kgym") == "generate":
+            return self._generate_reference(prompts, mine, max_new_tokens, temperature, top_p, top_k, seed)
+        reqs = [Request(prompts[i], max_new_tokens, temperature, top_p, top_k,
+                        None if seed is None else int(seed) * 1000003 + i) for i in mine]
+        self.rollout_engine().generate(reqs)
+        outs = [(r.tokens, r.logprobs, r.finish_reason) for r in reqs]
+        return _assemble(len(prompts), self.ranks.gather(list(zip(mine, outs))))
+
+    def _generate_reference(self, prompts, mine, max_new_tokens, temperature, top_p, top_k, seed):
+        """transformers' model.generate (the tiny model: its own loop): the path FSDP2 shards take, every forward
+        a collective, and the reference the engine is tested against."""
         # A rank without prompts still steps with the others under fsdp2 (a dummy copy of the first).
         todo = [prompts[i] for i in mine] or ([prompts[0]] if self.ranks.sharding == "fsdp2" else [])
         outs = []
@@ -165,6 +186,36 @@ class Learner:
             outs = self.policy.generate(todo, max_new_tokens, self.stop_ids, self.pad_id, temperature, top_p, top_k,
                                         rank_seed, sync)
         return _assemble(len(prompts), self.ranks.gather(list(zip(mine, outs))))
+
+    def engine_plan(self):
+        """(slots, max_len, KV bytes) of the rollout engine: sequences of up to rollout.prompt_length +
+        rollout.response_length tokens (the model's context at most), as many slots as rollout.kv_cache_gb holds
+        (default: a quarter of the GPU's memory; 256 MiB on the CPU), at most rollout.engine_slots."""
+        ro = self.cfg.get("rollout", {})
+        want = int(ro.get("prompt_length", 0) or 0) + int(ro.get("response_length", 0) or 0)
+        max_len = min(self.max_context(), want or 16384)
+        view = view_of(self.policy)
+        if ro.get("kv_cache_gb"):
+            budget = float(ro["kv_cache_gb"]) * 2**30
+        elif self.device.startswith("cuda"):
+            budget = 0.25 * torch.cuda.get_device_properties(self.device).total_memory
+        else:
+            budget = 256 * 2**20
+        slots = RolloutEngine.plan(view, max_len, budget, int(ro.get("engine_slots", 256)))
+        return slots, max_len, slots * max_len * kv_bytes_per_token(view)
+
+    def rollout_engine(self):
+        if self.engine is None:
+            slots, max_len, kv = self.engine_plan()
+            ro = self.cfg.get("rollout", {})
+            self.engine = RolloutEngine(self.policy, slots, max_len, self.stop_ids, decode=self.tokenizer.decode,
+                                        chunk=int(ro.get("engine_chunk", 16)),
+                                        cuda_graphs=bool(ro.get("cuda_graphs", True)))
+            if self.ranks.is_main:
+                print(f"kgym_train: rollout engine {slots} slots x {max_len} tokens, KV cache {kv / 2**30:.2f} GiB, "
+                      f"attention {self.engine.attend.backend}, CUDA graphs "
+                      f"{'on' if self.engine.graphs_on else 'off'}", file=sys.stderr, flush=True)
+        return self.engine
 
     # ---- log-probs and the PPO step --------------------------------------------------------------------------------
     def _fit(self, prompt, response):
@@ -176,6 +227,15 @@ class Learner:
         if len(prompt) + len(response) <= limit:
             return prompt, False
         return prompt[len(prompt) + len(response) - limit:], True
+
+    def _plan_tokens(self):
+        """The most tokens one micro-batch holds: the PPO budget, or SFT's packing budget / rows x max_length."""
+        data = self.cfg.get("data", {})
+        if "actor" in self.cfg or not data:
+            return self._budget()
+        if data.get("batching") == "packing":
+            return int(data["max_tokens_per_micro"])
+        return int(data.get("micro_batch_size_per_gpu", 1)) * int(data.get("max_length", 1))
 
     def _budget(self):
         return int(self.cfg.get("actor", {}).get("ppo_max_token_len_per_gpu", 32768))
@@ -204,24 +264,70 @@ class Learner:
         lengths = [len(p) + len(r["response_ids"]) for (p, _), r in zip(fitted, rows)]
         for mb in self._my_micro_batches(lengths):
             if mb is None:
-                response_logprobs(self.policy, *self._dummy_rows(), self.pad_id, self.autocast)
+                response_logprobs(self.policy, *self._dummy_rows(), self.autocast)
                 continue
             prompts = [fitted[i][0] for i in mb]
             responses = [rows[i]["response_ids"] for i in mb]
-            logp, ent, _ = response_logprobs(self.policy, prompts, responses, self.pad_id, self.autocast,
-                                             with_entropy)
+            logp, ent, _ = response_logprobs(self.policy, prompts, responses, self.autocast, with_entropy)
             for k, i in enumerate(mb):
                 n = len(responses[k])
                 found.append((i, {"logprobs": logp[k, :n].tolist(),
                                   "entropy": ent[k, :n].tolist() if ent is not None else []}))
         return _assemble(len(rows), self.ranks.gather(found)), sum(1 for _, t in fitted if t)
 
+    def build_optimizer(self, optim, warmup_steps, total_steps, kind):
+        """The optimizer and LR schedule; a bf16 model's optimizer keeps float32 master weights (precision.py)
+        unless trainer.master_weights is none (or the model is sharded by FSDP2, whose shards are the masters)."""
+        params = self.policy.model.parameters()
+        if self.master_weights:
+            self.optimizer = MasterWeights(params, lambda masters: make_optimizer(masters, optim))
+        else:
+            self.optimizer = make_optimizer(params, optim)
+        self.scheduler = make_scheduler(scheduled(self.optimizer), warmup_steps, total_steps, kind)
+        self.optim_name = str(optim.get("name", "adamw")).lower()
+        if self.ranks.is_main:
+            where = "float32 masters in the optimizer" if self.master_weights else "the model's parameters"
+            print(f"kgym_train: master weights: {where}; memory plan: {describe(self.memory_plan())}",
+                  file=sys.stderr, flush=True)
+
     def ensure_optimizer(self, total_steps=0):
         if self.optimizer is None:
             optim = self.cfg["actor"]["optim"]
-            self.optimizer = make_optimizer(self.policy.model.parameters(), optim)
-            self.scheduler = make_scheduler(self.optimizer, int(optim.get("warmup_steps", 0)), total_steps,
-                                            "constant")
+            self.build_optimizer(optim, int(optim.get("warmup_steps", 0)), total_steps, "constant")
+
+    def apply_gradients(self, clip):
+        """After the backward passes of a step: gradients summed over ranks, clipped to `clip` (global norm), one
+        optimizer and scheduler step unless the norm is not finite; gradients cleared. Returns (norm, lr, stepped)."""
+        params = grad_params(self.optimizer, self.policy.model.parameters())
+        self.ranks.reduce_grads(params)
+        grad_norm = self.ranks.clip_grad_norm(params, clip)
+        lr = self.optimizer.param_groups[0]["lr"]
+        stepped = math.isfinite(grad_norm)
+        if stepped:
+            self.optimizer.step()
+            self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.note_memory()
+        return grad_norm, lr, stepped
+
+    # ---- memory ------------------------------------------------------------------------------------------------
+    def memory_plan(self):
+        """Planned bytes by kind (precision.memory_plan) for this learner's largest micro-batch and KV cache."""
+        tokens = self._plan_tokens()
+        kv = self.engine.cache_bytes() if self.engine is not None else self.engine_plan()[2]
+        return memory_plan(self.policy.model, self.optim_name, self.master_weights, tokens, self.policy.checkpointing,
+                           kv)
+
+    def note_memory(self):
+        """After the first optimizer steps on CUDA: the plan next to torch.cuda.max_memory_allocated, printed."""
+        self.steps_taken += 1
+        if self.steps_taken not in (1, 3) or not self.device.startswith("cuda") or not self.ranks.is_main:
+            return
+        plan = self.memory_plan()
+        peak = torch.cuda.max_memory_allocated(self.device)
+        self.memory_report = {"plan_bytes": plan["total"], "peak_bytes": peak, "plan": plan}
+        print(f"kgym_train: memory after step {self.steps_taken}: peak {peak / 2**30:.2f} GiB allocated, plan "
+              f"{plan['total'] / 2**30:.2f} GiB ({describe(plan)})", file=sys.stderr, flush=True)
 
     def ppo_step(self, rows):
         """One optimizer step of the dual-clip policy loss over `rows` (each: prompt_ids, response_ids, advantage,
@@ -237,12 +343,11 @@ class Learner:
         """Forward and backward of one micro-batch (None: a zero-weight dummy); adds to `sums`."""
         actor = self.cfg["actor"]
         if mb is None:
-            logp, _, _ = response_logprobs(self.policy, *self._dummy_rows(), self.pad_id, self.autocast)
+            logp, _, _ = response_logprobs(self.policy, *self._dummy_rows(), self.autocast)
             (logp.sum() * 0.0).backward()
             return
         logp, ent, valid = response_logprobs(self.policy, [fitted[i][0] for i in mb],
-                                             [rows[i]["response_ids"] for i in mb], self.pad_id, self.autocast,
-                                             with_entropy=True)
+                                             [rows[i]["response_ids"] for i in mb], self.autocast, with_entropy=True)
         old = torch.zeros_like(logp)
         mask = torch.zeros_like(valid)
         for k, i in enumerate(mb):
@@ -286,18 +391,13 @@ class Learner:
             self.optimizer.zero_grad(set_to_none=True)
             metrics["actor/skipped"] = 1
             return metrics
-        params = list(self.policy.model.parameters())
-        self.ranks.reduce_grads(params)
-        grad_norm = self.ranks.clip_grad_norm(params, float(actor["optim"]["clip_grad"]))
-        if math.isfinite(grad_norm):
-            self.optimizer.step()
-            self.scheduler.step()
+        grad_norm, lr, stepped = self.apply_gradients(float(actor["optim"]["clip_grad"]))
+        if stepped:
             self.version += 1
         else:
             metrics["actor/grad_norm_nonfinite"] = 1
-        self.optimizer.zero_grad(set_to_none=True)
         metrics.update({
-            "actor/loss": sums["loss"], "actor/grad_norm": grad_norm, "actor/lr": self.optimizer.param_groups[0]["lr"],
+            "actor/loss": sums["loss"], "actor/grad_norm": grad_norm, "actor/lr": lr,
             "actor/entropy": sums["entropy"] / tokens, "actor/ppo_kl": sums["kl"] / tokens,
             "actor/clip_frac": (sums["clip_upper"] + sums["clip_lower"]) / tokens,
             "actor/clip_frac_upper": sums["clip_upper"] / tokens, "actor/clip_frac_lower": sums["clip_lower"] / tokens,

@@ -1,9 +1,10 @@
 """The learner's token math: response log-probs of (prompt, response) rows, the PPO dual-clip policy loss with
 Dr.Kernel's aggregation, and the masked cross-entropy of SFT.
 
-Rows are lists of token ids; a micro-batch is right-padded, so a row's tokens keep positions 0.. as in
-generation. The response log-probs of row i are those of the logits at positions len(prompt)-1 .. len(prompt)+
-len(response)-2, computed in float32 whatever the autocast dtype (MRS compares them with the rollout's).
+Rows are lists of token ids; a micro-batch is one packed row (packing.py), so each row's tokens keep positions
+0.. as in generation. The response log-probs of row i are those of the logits at positions len(prompt)-1 ..
+len(prompt)+len(response)-2, computed in float32 whatever the autocast dtype (MRS compares them with the
+rollout's).
 
 Policy loss (research/drkernel.md §2.5; the numpy reference is kgym_rl.dual_clip_policy_loss):
   ratio = exp(logp - old_logp); L = max(-A·ratio, -A·clip(ratio, 1-clip_low, 1+clip_high));
@@ -18,62 +19,52 @@ import math
 
 import torch
 
+from .packing import Pack, token_logprobs
+
 AGG_MODES = ("seq-mean-token-sum", "seq-mean-token-mean", "token-mean")
 
 
 def micro_batches(lengths, token_budget, max_rows=0):
     """Index lists covering range(len(lengths)): rows sorted by length, each micro-batch as many as fit in
-    `token_budget` padded tokens (rows x longest); a row longer than the budget goes alone."""
+    `token_budget` tokens laid end to end (a packed row, packing.py: its cost is the sum of its lengths, not rows x
+    longest); a row longer than the budget goes alone."""
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    out, cur, longest = [], [], 0
+    out, cur, used = [], [], 0
     for i in order:
-        width = max(longest, lengths[i])
-        if cur and (width * (len(cur) + 1) > token_budget or (max_rows and len(cur) >= max_rows)):
+        if cur and (used + lengths[i] > token_budget or (max_rows and len(cur) >= max_rows)):
             out.append(cur)
-            cur, width = [], lengths[i]
+            cur, used = [], 0
         cur.append(i)
-        longest = width
+        used += lengths[i]
     if cur:
         out.append(cur)
     return out
 
 
-def pad_right(seqs, pad_id, device):
-    width = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, :len(s)] = torch.tensor(s, dtype=torch.long)
-        mask[i, :len(s)] = 1
-    return ids.to(device), mask.to(device)
-
-
-def response_logprobs(policy, prompts, responses, pad_id, autocast_dtype=None, with_entropy=False):
+def response_logprobs(policy, prompts, responses, autocast_dtype=None, with_entropy=False):
     """(logp, entropy, valid) of shape (B, R): float32 log-probs of each response token under `policy`, its entropy
-    (None unless asked; computed without grad) and the response mask. Gradients flow through logp."""
-    device = policy.device
-    ids, attn = pad_right([p + r for p, r in zip(prompts, responses)], pad_id, device)
-    rmax = max(1, max(len(r) for r in responses))
-    pos = torch.zeros((len(prompts), rmax), dtype=torch.long)
-    tgt = torch.full((len(prompts), rmax), pad_id, dtype=torch.long)
-    valid = torch.zeros((len(prompts), rmax), dtype=torch.bool)
-    for i, (p, r) in enumerate(zip(prompts, responses)):
+    (None unless asked; computed without grad) and the response mask. Gradients flow through logp. The rows run as
+    one packed forward (packing.py); the response token j of row i is predicted at position len(prompt_i) - 1 + j."""
+    for p in prompts:
         if not p:
             raise ValueError("a row needs at least one prompt token")
-        pos[i, :len(r)] = torch.arange(len(p) - 1, len(p) - 1 + len(r))
-        tgt[i, :len(r)] = torch.tensor(r, dtype=torch.long)
-        valid[i, :len(r)] = True
-    pos, tgt, valid = pos.to(device), tgt.to(device), valid.to(device)
-    with _autocast(device, autocast_dtype):
-        logits = policy.logits(ids, attn)
-    picked = logits.gather(1, pos[:, :, None].expand(-1, -1, logits.shape[-1])).float()
-    logsm = torch.log_softmax(picked, dim=-1)
-    logp = logsm.gather(2, tgt[:, :, None])[:, :, 0]
-    entropy = None
-    if with_entropy:
-        with torch.no_grad():
-            entropy = -(logsm.exp() * logsm).sum(-1)
-    return logp * valid, entropy, valid
+    pack = Pack([p + r for p, r in zip(prompts, responses)], policy.device)
+    rows, cols, select, targets = [], [], [], []
+    for i, (p, r) in enumerate(zip(prompts, responses)):
+        for j, tok in enumerate(r):
+            rows.append(i)
+            cols.append(j)
+            select.append(pack.at(i, len(p) - 1 + j))
+            targets.append(tok)
+    with _autocast(policy.device, autocast_dtype):
+        lp, ent = token_logprobs(policy, pack, select, targets, with_entropy)
+    shape = (len(prompts), max(1, max(len(r) for r in responses)))
+    index = (torch.tensor(rows, dtype=torch.long, device=lp.device), torch.tensor(cols, dtype=torch.long,
+                                                                                   device=lp.device))
+    logp = torch.zeros(shape, dtype=torch.float32, device=lp.device).index_put(index, lp)
+    valid = torch.zeros(shape, dtype=torch.bool, device=lp.device).index_put(index, torch.ones_like(lp, dtype=torch.bool))
+    entropy = torch.zeros(shape, dtype=torch.float32, device=lp.device).index_put(index, ent) if with_entropy else None
+    return logp, entropy, valid
 
 
 def risky_tokens(old_logp, advantages, threshold):
@@ -128,19 +119,19 @@ def aggregate_norm(token_masks, mode):
     return sum(1 for m in token_masks if any(m))
 
 
-def sft_token_losses(policy, seqs, masks, pad_id, autocast_dtype=None):
-    """(sum of the masked next-token cross-entropies, number of masked targets) of one micro-batch."""
-    ids, attn = pad_right(seqs, pad_id, policy.device)
-    learn = torch.zeros(ids.shape, dtype=torch.bool)
-    for i, m in enumerate(masks):
-        learn[i, :len(m)] = torch.tensor(m, dtype=torch.bool)
-    learn = learn.to(policy.device)[:, 1:]  # target j+1 is predicted at position j
+def sft_token_losses(policy, seqs, masks, autocast_dtype=None):
+    """(sum of the masked next-token cross-entropies, number of masked targets) of one micro-batch, run as one
+    packed forward: target j of a sequence (mask[j] = 1, j >= 1) is predicted at position j - 1."""
+    pack = Pack(seqs, policy.device)
+    select, targets = [], []
+    for i, (seq, m) in enumerate(zip(seqs, masks)):
+        for j in range(1, len(seq)):
+            if j < len(m) and m[j]:
+                select.append(pack.at(i, j - 1))
+                targets.append(seq[j])
     with _autocast(policy.device, autocast_dtype):
-        logits = policy.logits(ids, attn)
-    logits = logits[:, :-1].float()
-    ce = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
-                                           reduction="none").view(learn.shape)
-    return (ce * learn).sum(), int(learn.sum())
+        lp, _ = token_logprobs(policy, pack, select, targets)
+    return -lp.sum(), len(targets)
 
 
 class _autocast:

@@ -18,6 +18,10 @@ import os
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
+
+from . import attention
+from .decoder import fp32_logits
 
 TINY_ARCH = "kgym_tiny_causal_lm"
 
@@ -45,14 +49,30 @@ class TinyBlock(nn.Module):
         self.up = nn.Linear(hidden, inter, bias=False)
         self.down = nn.Linear(inter, hidden, bias=False)
 
-    def forward(self, x, bias):
+    def project(self, x):
+        """(q, k, v), each (B, heads, T, head_dim), of the residual stream x (B, T, hidden)."""
         b, t, h = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
-        att = (q @ k.transpose(-1, -2)) / math.sqrt(h // self.heads) + bias
-        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, h)
-        x = x + self.proj(y)
+        return q, k, v
+
+    def finish(self, x, attn):
+        """The residual stream after this block, given its attention output attn (B, T, hidden)."""
+        x = x + self.proj(attn)
         z = self.norm2(x)
         return x + self.down(F.silu(self.gate(z)) * self.up(z))
+
+    def forward(self, x, bias):
+        b, t, h = x.shape
+        q, k, v = self.project(x)
+        att = (q @ k.transpose(-1, -2)) / math.sqrt(h // self.heads) + bias
+        return self.finish(x, (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, h))
+
+    def forward_packed(self, x, cu_seqlens, max_len):
+        """x (1, N, hidden): the sequences of a packed row, each attending causally to itself only."""
+        q, k, v = self.project(x)
+        y = attention.packed_causal(q[0].transpose(0, 1), k[0].transpose(0, 1), v[0].transpose(0, 1), cu_seqlens,
+                                    max_len)
+        return self.finish(x, y.reshape(1, x.shape[1], x.shape[2]))
 
 
 class TinyCausalLM(nn.Module):
@@ -74,7 +94,11 @@ class TinyCausalLM(nn.Module):
                 with torch.no_grad():
                     p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
 
-    def forward(self, input_ids, attention_mask):
+    def forward(self, input_ids=None, attention_mask=None, pack=None, select=None):
+        """Logits (B, T, V) of left- or right-padded rows, or, given a packing.Pack, the logits of its positions
+        `select` (the root call FSDP2 needs: its hooks run on forward)."""
+        if pack is not None:
+            return self.lm_head(self.hidden_packed(pack.ids, pack.positions, pack.cu_seqlens, pack.max_len)[select])
         b, t = input_ids.shape
         mask = attention_mask.bool()
         positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
@@ -86,6 +110,18 @@ class TinyCausalLM(nn.Module):
         for blk in self.blocks:
             x = blk(x, bias)
         return self.lm_head(self.norm(x))
+
+    def hidden_packed(self, input_ids, positions, cu_seqlens, max_len, checkpoint=False):
+        """The final hidden states (N, hidden) of packed sequences: input_ids and positions (N,), positions
+        restarting at 0 at every offset of cu_seqlens."""
+        x = (self.embed(input_ids) + self.pos(positions))[None]
+        for blk in self.blocks:
+            if checkpoint and torch.is_grad_enabled():
+                x = torch.utils.checkpoint.checkpoint(blk.forward_packed, x, cu_seqlens, max_len,
+                                                      use_reentrant=False)
+            else:
+                x = blk.forward_packed(x, cu_seqlens, max_len)
+        return self.norm(x)[0]
 
 
 def transformers_available():
@@ -103,6 +139,15 @@ class Policy:
         self.model = model
         self.arch = arch
         self.device = torch.device(device)
+        self.checkpointing = False  # activation checkpointing of the decoder layers in training forwards
+        if arch == "qwen3":
+            attention.register_transformers_attention()
+            model.config._attn_implementation = attention.PACKED_IMPL
+
+    def enable_checkpointing(self):
+        self.checkpointing = True
+        if self.arch == "qwen3":
+            self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
     # ---- construction -------------------------------------------------------------------------------------------
     @staticmethod
@@ -117,7 +162,8 @@ class Policy:
         if arch == "qwen3":
             from transformers import Qwen3Config, Qwen3ForCausalLM
             cfg.setdefault("pad_token_id", pad_id)
-            model = Qwen3ForCausalLM(Qwen3Config(**cfg))
+            with torch.device(device):  # initialised where it runs: a 1.7 B model in seconds, not minutes
+                model = Qwen3ForCausalLM(Qwen3Config(**cfg))
         elif arch == "tiny":
             cfg["init_seed"] = int(init.get("seed", 0))
             model = TinyCausalLM(cfg)
@@ -164,10 +210,30 @@ class Policy:
                     raise ValueError(f"{path}: parameter {name} does not match the served model")
                 mine[name].copy_(p.to(mine[name].dtype))
 
+    def vocab_size(self):
+        return self.model.lm_head.weight.shape[0] if self.arch == "tiny" else self.model.config.vocab_size
+
     def num_parameters(self):
         return sum(p.numel() for p in self.model.parameters())
 
     # ---- running -------------------------------------------------------------------------------------------------
+    def packed_hidden(self, pack, select):
+        """(h, head) for packing.token_logprobs: the final hidden states at packed positions `select` and the output
+        head that turns them into logits. A model sharded by FSDP2 runs its root forward (its hooks gather the
+        root's parameters) and returns the selected logits with an identity head."""
+        if _is_fsdp(self.model):
+            if self.arch == "tiny":
+                return self.model(pack=pack, select=select), _identity
+            logits = self.model(input_ids=pack.ids[None], position_ids=pack.positions[None], use_cache=False,
+                                logits_to_keep=select, **_hf_packed_kwargs(pack)).logits[0]
+            return logits, _identity
+        if self.arch == "tiny":
+            h = self.model.hidden_packed(pack.ids, pack.positions, pack.cu_seqlens, pack.max_len, self.checkpointing)
+        else:
+            h = self.model.model(input_ids=pack.ids[None], position_ids=pack.positions[None], use_cache=False,
+                                 **_hf_packed_kwargs(pack)).last_hidden_state[0]
+        return h[select], OutputHead(self.model.lm_head.weight)
+
     def logits(self, input_ids, attention_mask):
         if self.arch == "tiny":
             return self.model(input_ids, attention_mask)
@@ -231,6 +297,31 @@ class Policy:
             if (all_done(bool(done.all())) if all_done is not None else bool(done.all())):
                 break
         return torch.stack(new, 1), torch.stack(raw, 1)
+
+
+def _identity(x):
+    return x
+
+
+class OutputHead:
+    """The output head as packing.token_logprobs calls it: float32 logits (decoder.fp32_logits)."""
+
+    def __init__(self, weight):
+        self.weight = weight
+
+    def __call__(self, h):
+        return fp32_logits(h, self.weight)
+
+
+def _is_fsdp(model):
+    return type(model).__name__.startswith("FSDP")
+
+
+def _hf_packed_kwargs(pack):
+    """A transformers model's keyword arguments for a packed forward (attention.py's kgym_packed)."""
+    return {"attention_mask": {"full_attention": None, "sliding_attention": None},
+            "cu_seq_lens_q": pack.cu_seqlens, "cu_seq_lens_k": pack.cu_seqlens,
+            "max_length_q": pack.max_len, "max_length_k": pack.max_len}
 
 
 def sample_token(logits, temperature, top_p, top_k):

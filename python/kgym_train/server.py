@@ -1,12 +1,14 @@
 """The learner's HTTP server (protocol.py): an OpenAI-compatible endpoint that samples from the live weights, and
 the endpoints kgym's trainer drives the learner with.
 
-Chat requests are batched: a generation thread takes the first waiting request, gathers more for up to
-`batch_wait_s` (or until `max_batch`), and samples them together, grouped by sampling parameters (temperature,
-top_p, top_k). A request's `seed` seeds the batch it lands in (per-request seeds are not separable in one
-batch). Every GPU operation (a generation batch, log-probs, a train step, a save, a weight load) holds the
-learner's lock, so they never interleave. Stop strings are refused (generation ends at the chat template's
-end-of-turn token); prompts longer than the context are refused with HTTP 400.
+Generation (one learner process): requests go straight into the rollout engine (rollout.py), which batches them
+continuously: a request joins the running batch at the next chunk boundary and leaves it when it ends, whatever
+the others do. Each chat request's k-th sample is its own sequence with seed `seed*1000003 + k` (when `seed` is
+given), `stop` strings are honoured, and the n samples of one prompt share its prefill. Several processes
+(torchrun): a generation thread gathers requests for up to `batch_wait_s` (or `max_batch`) and relays them to
+every rank as one batch (Learner.generate), grouped by sampling parameters; stop strings are refused there.
+Every GPU operation (an engine chunk, a generation batch, log-probs, a train step, a save, a weight load) holds
+the learner's lock, so they never interleave. Prompts longer than the context are refused with HTTP 400.
 """
 import json
 import queue
@@ -17,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from . import protocol as P
 from .metrics import MetricsLog
+from .rollout import Request
 
 
 class BadRequest(Exception):
@@ -94,7 +97,7 @@ class GenerationBatcher:
                 if len(ids) > limit:
                     ids, lps, reason = ids[:limit], lps[:limit], "length"
                 self.stats["tokens"] += len(ids)
-                p.result = (ids, lps, reason, version)
+                p.result = (ids, lps, reason, version, None)
         except Exception as e:  # every waiter learns of the failure
             for p in group:
                 p.error = e
@@ -103,12 +106,61 @@ class GenerationBatcher:
                 p.done.set()
 
 
+class EngineLoop:
+    """Serves requests from the learner's rollout engine on one thread (continuous batching, see the module)."""
+
+    def __init__(self, learner):
+        self.learner = learner
+        self.engine = learner.rollout_engine()
+        self.wake = threading.Condition()
+        self.stats = {"batches": 0, "sequences": 0, "tokens": 0, "seconds": 0.0}
+        threading.Thread(target=self._loop, daemon=True, name="kgym-engine").start()
+
+    def submit_many(self, prompt, params, n):
+        seed = params["seed"]
+        reqs = [Request(prompt, params["max_tokens"], params["temperature"], params["top_p"], params["top_k"],
+                        None if seed is None else seed * 1000003 + k, params.get("stop")) for k in range(n)]
+        with self.wake:
+            self.engine.submit(reqs)
+            self.wake.notify()
+        for r in reqs:
+            r.done.wait()
+            if r.error is not None:
+                raise r.error
+        return [(r.tokens, r.logprobs, r.finish_reason, r.version, r.text_end) for r in reqs]
+
+    def _loop(self):
+        while True:
+            with self.wake:
+                while not self.engine.busy():
+                    self.wake.wait()
+            t0 = time.time()
+            try:
+                with self.learner.lock:
+                    finished = self.engine.step()
+                    version = self.learner.version
+            except Exception as e:  # every waiting and running request learns of it; the engine starts empty
+                traceback.print_exc()
+                self.engine.fail_all(e)
+                continue
+            self.stats["batches"] += 1
+            self.stats["seconds"] += time.time() - t0
+            self.stats["sequences"] += len(finished)
+            self.stats["tokens"] += sum(len(r.tokens) for r in finished)
+            for r in finished:
+                r.version = version
+                r.done.set()
+
+
 class LearnerServer:
     def __init__(self, learner, model_name, host="127.0.0.1", port=0, out_dir=None, max_batch=256,
                  batch_wait_s=0.05):
         self.learner = learner
         self.model_name = model_name
-        self.batcher = GenerationBatcher(learner, max_batch, batch_wait_s)
+        if learner.ranks.distributed or learner.cfg.get("rollout", {}).get("local_engine", "kgym") == "generate":
+            self.batcher, self.engine_loop = GenerationBatcher(learner, max_batch, batch_wait_s), None
+        else:
+            self.batcher, self.engine_loop = None, EngineLoop(learner)
         self.metrics = MetricsLog(out_dir, jsonl=False) if out_dir else None
         self.counter = 0
         server = self
@@ -138,6 +190,9 @@ class LearnerServer:
         self.httpd.server_close()
         if self.metrics is not None:
             self.metrics.close()
+
+    def _generator(self):
+        return self.engine_loop if self.engine_loop is not None else self.batcher
 
     # ---- plumbing ---------------------------------------------------------------------------------------------------
     def _reply(self, h, status, obj):
@@ -177,7 +232,7 @@ class LearnerServer:
     # ---- endpoints -------------------------------------------------------------------------------------------------
     def health(self, _):
         return {"status": "ok", P.FIELD_POLICY_VERSION: self.learner.version, "model": self.model_name,
-                "device": str(self.learner.device), "generation": dict(self.batcher.stats),
+                "device": str(self.learner.device), "generation": dict(self._generator().stats),
                 "ranks": self.learner.ranks.world, "sharding": self.learner.ranks.sharding}
 
     def models(self, _):
@@ -185,13 +240,17 @@ class LearnerServer:
 
     def chat(self, body):
         messages = body.get("messages")
-        if _field(body, "stop", (list, str), None):
-            raise BadRequest("'stop' strings are not supported: generation ends at the end-of-turn token")
+        stop = _field(body, "stop", (list, str), None)
+        stop = [stop] if isinstance(stop, str) else stop
+        if stop and (not all(isinstance(x, str) for x in stop) or len(stop) > 16):
+            raise BadRequest("'stop' must be a string or a list of at most 16 strings")
+        if stop and self.engine_loop is None:
+            raise BadRequest("'stop' strings need the rollout engine (one learner process, rollout.local_engine kgym)")
         n = _field(body, "n", int, 1)
         if n < 1 or n > 64:
             raise BadRequest("'n' must be in 1..64")
         prompt = self.learner.renderer.prompt_ids(messages)
-        room = self.learner.max_context() - len(prompt)
+        room = (self.engine_loop.engine.max_len if self.engine_loop else self.learner.max_context()) - len(prompt)
         if room <= 0:
             raise BadRequest(f"the prompt has {len(prompt)} tokens, the context holds {self.learner.max_context()}")
         max_tokens = _field(body, "max_tokens", int, None) or _field(body, "max_completion_tokens", int, room)
@@ -199,23 +258,26 @@ class LearnerServer:
             raise BadRequest("'max_tokens' must be >= 1")
         params = {"temperature": _field(body, "temperature", float, 1.0), "top_p": _field(body, "top_p", float, 1.0),
                   "top_k": _field(body, "top_k", int, -1), "seed": _field(body, "seed", int, None),
-                  "max_tokens": min(max_tokens, room)}
-        results = [None] * n
-        threads = [threading.Thread(target=lambda k=k: results.__setitem__(k, self.batcher.submit(prompt, params)))
-                   for k in range(n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if any(r is None for r in results):
-            raise RuntimeError("generation failed")
+                  "max_tokens": min(max_tokens, room), "stop": stop}
+        if self.engine_loop is not None:
+            results = self.engine_loop.submit_many(prompt, params, n)
+        else:
+            results = [None] * n
+            threads = [threading.Thread(target=lambda k=k: results.__setitem__(k, self.batcher.submit(prompt, params)))
+                       for k in range(n)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            if any(r is None for r in results):
+                raise RuntimeError("generation failed")
         want_ids = bool(body.get(P.FIELD_RETURN_TOKEN_IDS))
         want_lp = bool(body.get("logprobs"))
         choices, completion, version = [], 0, 0
-        for k, (ids, lps, reason, version) in enumerate(results):
-            text_ids = [t for t in ids if t not in self.learner.stop_ids]
+        for k, (ids, lps, reason, version, text_end) in enumerate(results):
+            text = self.learner.tokenizer.decode([t for t in ids if t not in self.learner.stop_ids])
             choice = {"index": k, "finish_reason": reason,
-                      "message": {"role": "assistant", "content": self.learner.tokenizer.decode(text_ids)}}
+                      "message": {"role": "assistant", "content": text if text_end is None else text[:text_end]}}
             if want_lp:
                 choice["logprobs"] = {"content": [self._logprob_entry(t, lp) for t, lp in zip(ids, lps)]}
             if want_ids:

@@ -15,7 +15,7 @@ import torch
 
 from . import checkpoint
 from .data import SftData, load_conversations
-from .learner import Learner, make_optimizer, make_scheduler
+from .learner import Learner
 from .losses import micro_batches, sft_token_losses
 from .metrics import MetricsLog
 
@@ -39,7 +39,7 @@ def _my_micro(learner, data, batch, data_cfg):
 
 
 def _dummy(learner):
-    return sft_token_losses(learner.policy, [[learner.pad_id] * 2], [[0, 0]], learner.pad_id, learner.autocast)[0]
+    return sft_token_losses(learner.policy, [[learner.pad_id] * 2], [[0, 1]], learner.autocast)[0]
 
 
 def sft_step(learner, data, batch, data_cfg):
@@ -53,7 +53,7 @@ def sft_step(learner, data, batch, data_cfg):
             continue
         seqs = [data.examples[i][0] for i in mb]
         masks = [data.examples[i][1] for i in mb]
-        loss_sum, _ = sft_token_losses(learner.policy, seqs, masks, learner.pad_id, learner.autocast)
+        loss_sum, _ = sft_token_losses(learner.policy, seqs, masks, learner.autocast)
         (loss_sum / targets * scale if learner.ranks.distributed else loss_sum / targets).backward()
         total += float(loss_sum.detach())
     total = learner.ranks.all_sum([total])[0]
@@ -69,7 +69,7 @@ def validation_loss(learner, data, data_cfg):
             _dummy(learner)
             continue
         s, n = sft_token_losses(learner.policy, [data.examples[i][0] for i in mb], [data.examples[i][1] for i in mb],
-                                learner.pad_id, learner.autocast)
+                                learner.autocast)
         loss, targets = loss + float(s), targets + n
     loss, targets = learner.ranks.all_sum([loss, targets])
     learner.policy.model.train()
@@ -93,9 +93,8 @@ def run_sft(cfg):
                       int(data_cfg["max_length"]), data_cfg["truncation"], 1, 0, False)
     per_epoch = data.steps_per_epoch()
     total = int(trainer.get("total_training_steps") or per_epoch * int(trainer["total_epochs"]))
-    learner.optimizer = make_optimizer(learner.policy.model.parameters(), optim)
-    learner.scheduler = make_scheduler(learner.optimizer, int(math.ceil(float(optim["warmup_steps_ratio"]) * total)),
-                                       total, optim["lr_scheduler"])
+    learner.build_optimizer(optim, int(math.ceil(float(optim["warmup_steps_ratio"]) * total)), total,
+                            optim["lr_scheduler"])
     step = 0
     if resume:
         step = int(learner.resume(resume)["step"])
@@ -110,13 +109,7 @@ def run_sft(cfg):
         t0 = time.time()
         epoch, index = divmod(step, per_epoch)
         loss, targets, tokens = sft_step(learner, data, data.batch(epoch, index), data_cfg)
-        params = list(learner.policy.model.parameters())
-        learner.ranks.reduce_grads(params)
-        grad_norm = learner.ranks.clip_grad_norm(params, float(optim["clip_grad"]))
-        lr = learner.optimizer.param_groups[0]["lr"]
-        learner.optimizer.step()
-        learner.scheduler.step()
-        learner.optimizer.zero_grad(set_to_none=True)
+        grad_norm, lr, _ = learner.apply_gradients(float(optim["clip_grad"]))
         step += 1
         learner.version = step
         if learner.device.startswith("cuda"):

@@ -29,9 +29,13 @@ class LogitPolicy:
         self.param = torch.randn(b, t, v, generator=g, dtype=torch.float64).float().requires_grad_(True)
         self.device = torch.device("cpu")
 
-    def logits(self, ids, attn):
-        assert ids.shape == self.param.shape[:2]
-        return self.param
+    def packed_hidden(self, pack, select):
+        """The logits of packed position k are param[row, position] of the row it belongs to; identity head."""
+        rows, cols = [], []
+        for i, (a, b) in enumerate(zip(pack.offsets[:-1], pack.offsets[1:])):
+            rows += [i] * (b - a)
+            cols += list(range(b - a))
+        return self.param[rows, cols][select], lambda h: h
 
 
 def _softmax(x):
@@ -45,7 +49,7 @@ def test_policy_loss_and_gradient_equal_the_hand_computation():
     adv = [1.5, -2.0, 0.7]
     width = max(len(p) + len(r) for p, r in zip(prompts, responses))
     pol = LogitPolicy(3, width, 11)
-    logp, _, valid = losses.response_logprobs(pol, prompts, responses, pad_id=0)
+    logp, _, valid = losses.response_logprobs(pol, prompts, responses)
     # old log-probs chosen so every branch is hit: unclipped, upper clip, lower clip, dual clip.
     shifts = [[0.0, -0.4, 0.1, 0.0], [0.5, -1.5], [0.3, 0.0, -0.05]]
     old = torch.zeros_like(logp)
@@ -103,7 +107,7 @@ def test_sft_loss_and_gradient_equal_the_hand_computation():
     seqs = [[1, 2, 3, 4, 5], [6, 7, 8]]
     masks = [[0, 0, 1, 1, 1], [0, 1, 0]]  # targets learned: positions 2,3,4 of row 0 and 1 of row 1
     pol = LogitPolicy(2, 5, 9, seed=3)
-    s, n = losses.sft_token_losses(pol, seqs, masks, pad_id=0)
+    s, n = losses.sft_token_losses(pol, seqs, masks)
     (s / n).backward()
     L = pol.param.detach().double().numpy()
     want, grad, count = 0.0, np.zeros_like(L), 0
@@ -135,7 +139,7 @@ def test_micro_batches_cover_every_row_within_the_budget():
     mbs = losses.micro_batches(lengths, token_budget=64)
     assert sorted(i for mb in mbs for i in mb) == list(range(len(lengths)))
     for mb in mbs:
-        assert len(mb) == 1 or max(lengths[i] for i in mb) * len(mb) <= 64
+        assert len(mb) == 1 or sum(lengths[i] for i in mb) <= 64  # packed: the sum of lengths, not rows x longest
 
 
 @pytest.fixture(scope="module")
