@@ -56,6 +56,19 @@ def mean(rows, key, skip=0):
     return statistics.mean(vals) if vals else None
 
 
+PHASES = ("time/step_s", "time/generate_s", "time/evaluate_s", "time/logprob_s", "time/update_s", "perf/tokens_per_s",
+          "perf/generated_tokens", "perf/gym_evals", "perf/gym_evals_per_s", "reward/mean", "rollout/correct_rate",
+          "mrs/keep_frac", "mismatch/abs_mean", "mismatch/abs_max")
+
+
+def learner_lines(runs, name):
+    """The learner's own report lines (engine, master weights and memory plan, peak memory after a step)."""
+    for path in (os.path.join(runs, f"{name}_stderr.txt"), os.path.join(runs, f"{name}.stderr")):
+        if os.path.exists(path):
+            return [line.strip() for line in open(path, errors="replace") if line.startswith("kgym_train: ")][:12]
+    return []
+
+
 def summarize(runs):
     w = windows(runs)
     out = {}
@@ -69,6 +82,9 @@ def summarize(runs):
             out["sft"].update(graded_tasks=g["num_samples"], correct_rate=g["final"]["correctness_rate"],
                               fast_in_all=g["final"]["fast_in_all"])
         out["sft"]["gpu_busy_pct"] = busy(runs, w.get("sft_start"), w.get("sft_end"))
+        out["sft"]["loss_curve"] = [(r["step"], round(r["train/loss"], 4)) for r in sft
+                                    if r["step"] % max(1, len(sft) // 12) == 0 or r is sft[-1]]
+        out["sft"]["learner"] = learner_lines(runs, "sft")
     for name in sorted(os.listdir(runs)):
         m = jsonl(os.path.join(runs, name, "metrics.jsonl"))
         if name == "sft" or not m:
@@ -86,6 +102,9 @@ def summarize(runs):
             "mrs_keep": mean(steps, "mrs/keep_frac"), "mismatch_abs_max": max(
                 (r.get("mismatch/abs_max", 0.0) for r in steps), default=None),
             "gpu_busy_pct": busy(runs, w.get(f"{name}_start"), w.get(f"{name}_end")),
+            "per_step": [{k.split("/")[-1]: round(r[k], 3) for k in PHASES if isinstance(r.get(k), (int, float))}
+                         for r in steps],
+            "learner": learner_lines(runs, name),
         }
     return out
 

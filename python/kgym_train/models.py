@@ -157,7 +157,7 @@ class Policy:
         if arch == "auto":
             arch = "qwen3" if transformers_available() else "tiny"
         cfg = {k: v for k, v in init.items() if k not in ("arch", "seed")}
-        cfg["vocab_size"] = int(vocab_size)
+        cfg["vocab_size"] = max(int(vocab_size), int(init.get("vocab_size") or 0))  # padded past the tokenizer
         torch.manual_seed(int(init.get("seed", 0)))
         if arch == "qwen3":
             from transformers import Qwen3Config, Qwen3ForCausalLM

@@ -172,3 +172,31 @@ def test_packed_attention_keeps_sequences_apart():
                                         v[a:b].transpose(0, 1)[None])[0].transpose(0, 1)
         assert torch.allclose(out[a:b], alone, atol=1e-6)
     assert math.isfinite(float(out.sum()))
+
+
+def test_served_chat_samples_n_seeded_sequences_and_honours_stop(kgym, tmp_path):
+    """The learner's HTTP chat (one process: the engine loop): n samples of one request are distinct and each is
+    reproduced by its seed alone; a stop string cuts the text where it begins."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from train_util import TINY, Server, need_learner_packages, resolved_config
+    need_learner_packages()
+    cfg = str(tmp_path / "cfg.json")
+    resolved_config(kgym, "train", cfg, TINY + [f"trainer.out_dir={tmp_path}/run", "rollout.kv_cache_gb=0.05"])
+    srv = Server(cfg)
+    try:
+        msgs = [{"role": "user", "content": "def kernel(x): return x"}]
+        body = {"messages": msgs, "max_tokens": 12, "temperature": 1.0, "seed": 9, "return_token_ids": True}
+        three = srv.post("/v1/chat/completions", dict(body, n=3))["choices"]
+        again = srv.post("/v1/chat/completions", dict(body, n=3))["choices"]
+        assert [c["token_ids"] for c in three] == [c["token_ids"] for c in again]
+        assert len({tuple(c["token_ids"]) for c in three}) == 3
+        text = three[1]["message"]["content"]
+        cut = next((k for k in range(2, len(text)) if text[k:k + 2].strip() and text.find(text[k:k + 2]) == k), None)
+        assert cut is not None, text  # a stop string that first occurs at `cut` in sample 1's text
+        stopped = srv.post("/v1/chat/completions", dict(body, n=3, stop=[text[cut:cut + 2]]))["choices"]
+        assert stopped[1]["message"]["content"] == text[:cut]
+        assert stopped[1]["finish_reason"] == "stop"
+        bad = srv.post("/v1/chat/completions", dict(body, stop=[1, 2]))
+        assert bad.get("http_status") == 400
+    finally:
+        srv.close()
