@@ -102,7 +102,7 @@ def summarize(runs):
             "mrs_keep": mean(steps, "mrs/keep_frac"), "mismatch_abs_max": max(
                 (r.get("mismatch/abs_max", 0.0) for r in steps), default=None),
             "gpu_busy_pct": busy(runs, w.get(f"{name}_start"), w.get(f"{name}_end")),
-            "per_step": [{k.split("/")[-1]: round(r[k], 3) for k in PHASES if isinstance(r.get(k), (int, float))}
+            "per_step": [{k: round(r[k], 3) for k in PHASES if isinstance(r.get(k), (int, float))}
                          for r in steps],
             "learner": learner_lines(runs, name),
         }

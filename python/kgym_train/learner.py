@@ -210,7 +210,8 @@ class Learner:
             ro = self.cfg.get("rollout", {})
             self.engine = RolloutEngine(self.policy, slots, max_len, self.stop_ids, decode=self.tokenizer.decode,
                                         chunk=int(ro.get("engine_chunk", 16)),
-                                        cuda_graphs=bool(ro.get("cuda_graphs", True)))
+                                        cuda_graphs=bool(ro.get("cuda_graphs", True)),
+                                        vocab_limit=len(self.tokenizer))
             if self.ranks.is_main:
                 print(f"kgym_train: rollout engine {slots} slots x {max_len} tokens, KV cache {kv / 2**30:.2f} GiB, "
                       f"attention {self.engine.attend.backend}, CUDA graphs "

@@ -91,7 +91,9 @@ class _State:
 
 class RolloutEngine:
     def __init__(self, policy, slots, max_len, stop_ids, decode=None, chunk=16, prefill_tokens=16384,
-                 cuda_graphs=None):
+                 cuda_graphs=None, vocab_limit=None):
+        """`vocab_limit`: ids at or past it are never sampled (the tokenizer's size, where the model's vocabulary
+        is padded past it)."""
         self.policy = policy
         self.view = view_of(policy)
         self.device = policy.device
@@ -109,7 +111,7 @@ class RolloutEngine:
         self.attend = attention.Decode(self.k_cache[0], v.heads, 1.0 / math.sqrt(v.head_dim))
         self.stop_tensor = torch.tensor(sorted(set(int(s) for s in stop_ids)) or [-1], device=self.device)
         self.stop_set = set(int(s) for s in stop_ids)
-        self.vkeys = sampling.vocab_keys(policy.vocab_size(), self.device)
+        self.vkeys = sampling.vocab_keys(min(policy.vocab_size(), vocab_limit or policy.vocab_size()), self.device)
         self.arange_slots = torch.arange(self.slots, device=self.device)
         self.graphs = {}
         self.pool = None

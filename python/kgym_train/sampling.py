@@ -51,8 +51,11 @@ def gumbel(seed, step, vkeys):
 
 
 def sample(logits, temp, top_k, top_p, seed, step, vkeys, filtered):
-    """See the module's docstring. logits (B, V) float32; temp/top_p (B,) float32; top_k/seed/step (B,) int64."""
+    """See the module's docstring. logits (B, V) float32; temp/top_p (B,) float32; top_k/seed/step (B,) int64.
+    Only the first len(vkeys) token ids are drawn (a vocabulary padded past the tokenizer's is never sampled),
+    while the log-probs stay those of the whole distribution, as the learner computes them."""
     logp_all = torch.log_softmax(logits, dim=-1)
+    logits = logits[:, :vkeys.shape[0]]
     greedy = logits.argmax(-1)
     scores = logits / temp.clamp(min=1e-5)[:, None]
     noise = gumbel(seed, step, vkeys)

@@ -200,3 +200,10 @@ def test_served_chat_samples_n_seeded_sequences_and_honours_stop(kgym, tmp_path)
         assert bad.get("http_status") == 400
     finally:
         srv.close()
+
+
+def test_a_vocabulary_padded_past_the_tokenizer_is_never_sampled(policy):
+    reqs = [Request(p, 30, temperature=5.0, seed=i) for i, p in enumerate(PROMPTS)]
+    RolloutEngine(policy, slots=8, max_len=128, stop_ids=[STOP], vocab_limit=40).generate(reqs)
+    assert all(t < 40 for r in reqs for t in r.tokens)
+    assert all(lp < 0 for r in reqs for lp in r.logprobs)  # the whole distribution's log-probs
