@@ -98,7 +98,7 @@ def rl_args(d, gym, out, steps, *extra):
     return TINY + [f"model.path={d / 'sft' / 'final'}", f"data.train_files=[{d / 'tasks.jsonl'}]",
                    f"trainer.out_dir={out}", f"gym.server={gym.url}", "data.train_batch_size=1", "rollout.n=8",
                    "rollout.max_turns=1", "rollout.response_length=48", f"trainer.total_training_steps={steps}",
-                   "trainer.save_freq=4", "trainer.test_freq=0", "actor.optim.lr=1e-3",
+                   "trainer.save_freq=4", "trainer.test_freq=0", "actor.optim.lr=5e-4",
                    "algorithm.coverage_rs=null", "reward.coverage_reward=false", "rollout.temperature=1.0",
                    f"metrics.known_solutions={d / 'solutions'}", "learner.startup_timeout=300", "gym.size=small"
                    ] + list(extra)
