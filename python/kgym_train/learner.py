@@ -315,7 +315,7 @@ class Learner:
     def memory_plan(self):
         """Planned bytes by kind (precision.memory_plan) for this learner's largest micro-batch and KV cache."""
         tokens = self._plan_tokens()
-        kv = self.engine.cache_bytes() if self.engine is not None else self.engine_plan()[2]
+        kv = self.engine.cache_bytes() if self.engine is not None else 0  # allocated with the engine's first use
         return memory_plan(self.policy.model, self.optim_name, self.master_weights, tokens, self.policy.checkpointing,
                            kv)
 

@@ -152,6 +152,13 @@ class EngineLoop:
                 r.done.set()
 
 
+class _Listener(ThreadingHTTPServer):
+    """A listen backlog for a trainer's whole batch: socketserver's default of 5 pending connections reset the
+    connections of a step's 256 simultaneous chat requests, which the trainer's client then retried after a
+    back-off (the learner sat idle meanwhile)."""
+    request_queue_size = 1024
+
+
 class LearnerServer:
     def __init__(self, learner, model_name, host="127.0.0.1", port=0, out_dir=None, max_batch=256,
                  batch_wait_s=0.05):
@@ -177,7 +184,7 @@ class LearnerServer:
             def do_POST(self):
                 server._dispatch(self, "POST")
 
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd = _Listener((host, port), Handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
 

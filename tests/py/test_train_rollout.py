@@ -198,6 +198,21 @@ def test_served_chat_samples_n_seeded_sequences_and_honours_stop(kgym, tmp_path)
         assert stopped[1]["finish_reason"] == "stop"
         bad = srv.post("/v1/chat/completions", dict(body, stop=[1, 2]))
         assert bad.get("http_status") == 400
+        # A trainer's batch arrives at once: 64 simultaneous connections are all answered (no reset backlog).
+        import threading
+        got = [None] * 64
+
+        def one(i):
+            try:
+                got[i] = srv.post("/v1/chat/completions", dict(body, seed=i, max_tokens=4))["choices"][0]
+            except OSError as e:
+                got[i] = e
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(64)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert all(isinstance(c, dict) and c["token_ids"] for c in got), [c for c in got if not isinstance(c, dict)]
     finally:
         srv.close()
 
