@@ -89,9 +89,8 @@ json Metadata(const EvalResult& r, const std::string& message) {
 
 const std::vector<std::string>& ResponseKeys() {
   static const std::vector<std::string> keys = {
-      "task_id",        "status",   "compiled",      "correctness",  "decoy_kernel",
-      "reference_runtime", "kernel_runtime", "speedup", "metadata",     "error_message",
-      "error_code",     "submitted_at", "completed_at", "processing_time"};
+      "task_id", "status",   "compiled",      "correctness", "decoy_kernel", "reference_runtime", "kernel_runtime",
+      "speedup", "metadata", "error_message", "error_code",  "submitted_at", "completed_at",      "processing_time"};
   return keys;
 }
 
@@ -136,9 +135,8 @@ json EvaluationResponse(const EvalResult& r, const JobTimes& times) {
   json j;
   j["task_id"] = r.task_id;
   j["status"] = TaskStatus(r);
-  const json processing = times.submitted > 0 && times.finished >= times.submitted
-                              ? json(times.finished - times.submitted)
-                              : json();
+  const json processing =
+      times.submitted > 0 && times.finished >= times.submitted ? json(times.finished - times.submitted) : json();
   if (IsCancelled(r)) {  // KernelGYM's fail_task record: only the error survives
     for (const auto& k : ResponseKeys())
       if (!j.contains(k)) j[k] = nullptr;

@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/kernelgym_schema.h"
 #include "server/dashboard/dashboard.h"
@@ -48,6 +49,8 @@ nlohmann::json KernelGymResult(const JobView& v);
 // kgym's status (pending, processing, completed, failed, cancelled) and result (EvalResult::ToJson) for /v1.
 std::string NativeStatus(const JobRecord& rec);
 nlohmann::json NativeResult(const JobRecord& rec);
+// The finished job `id`, or KernelGYM's 404 {"detail": "Task <id> not found"} sent and nullopt.
+std::optional<JobView> FinishedJob(Context* ctx, const std::string& id, httplib::Response& res);
 // Accepts one request and waits for its result. On failure sends the HTTP error ("Failed to submit <what>: ..." for
 // an internal one) and returns false.
 bool RunToCompletion(Context* ctx, const ParsedRequest& p, const char* what, httplib::Response& res, JobRecord* rec);

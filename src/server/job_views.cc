@@ -65,7 +65,8 @@ json KernelGymResult(const JobView& v) {
   json simple = kernelgym::SimpleResult(v.result, v.checks_correctness, v.times);
   json j = kernelgym::EvaluationResponse(v.result, v.times);
   for (const auto& k : kernelgym::ResponseKeys())
-    j[k] = simple.contains(k) ? simple[k] : (k == "status" || k == "submitted_at" || k == "processing_time" ? j[k] : json());
+    j[k] = simple.contains(k) ? simple[k]
+                              : (k == "status" || k == "submitted_at" || k == "processing_time" ? j[k] : json());
   j["status"] = KernelGymStatus(v);
   return j;
 }

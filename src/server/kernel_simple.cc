@@ -47,10 +47,10 @@ def _kgym_case(c):
 
 def _kgym_cases():
     if _kgym_state["cases"] is None:
-        if _KGYM_INLINE is not None:
-            raw = [{"inputs": _kgym_tensorize(c.get("inputs", c.get("input"))) if isinstance(c, dict) else c,
-                    "outputs": _kgym_tensorize(c.get("outputs", c.get("output"))) if isinstance(c, dict) else None}
-                   for c in _kgym_json.loads(_KGYM_INLINE)]
+        if _KGYM_INLINE is not None:  # JSON: each argument and the expected outputs become tensors
+            raw = [_kgym_case(c) for c in _kgym_json.loads(_KGYM_INLINE)]
+            raw = [{"inputs": [_kgym_tensorize(x) for x in c["inputs"]], "outputs": _kgym_tensorize(c["outputs"])}
+                   for c in raw]
         elif callable(_kgym_user_get_cases):
             raw = _kgym_user_get_cases()
         elif callable(_kgym_user_get_inputs):
@@ -125,7 +125,8 @@ else:
 )PY";
 
 void Replace(std::string* s, const std::string& from, const std::string& to) {
-  for (size_t p = s->find(from); p != std::string::npos; p = s->find(from, p + to.size())) s->replace(p, from.size(), to);
+  for (size_t p = s->find(from); p != std::string::npos; p = s->find(from, p + to.size()))
+    s->replace(p, from.size(), to);
 }
 
 bool IsNull(const json& b, const char* k) { return !b.contains(k) || b[k].is_null(); }

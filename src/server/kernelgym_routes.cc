@@ -11,6 +11,13 @@
 
 namespace kgym::http {
 
+std::optional<JobView> FinishedJob(Context* ctx, const std::string& id, httplib::Response& res) {
+  JobRecord rec;
+  if (ctx->service->Get(id, &rec).ok() && rec.state == JobState::kDone) return ViewOf(rec, ctx->options);
+  SendDetail(res, 404, "Task " + id + " not found");
+  return std::nullopt;
+}
+
 bool RunToCompletion(Context* ctx, const ParsedRequest& p, const char* what, httplib::Response& res, JobRecord* rec) {
   bool created = false;
   Status s = ctx->service->Submit(p, rec, &created);
@@ -173,11 +180,7 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
   });
 
   svr.Get(R"(/results/(.+))", [ctx](const httplib::Request& req, httplib::Response& res) {
-    JobRecord rec;
-    std::string id = req.matches[1];
-    if (!ctx->service->Get(id, &rec).ok() || rec.state != JobState::kDone)
-      return SendDetail(res, 404, "Task " + id + " not found");
-    SendJson(res, 200, KernelGymResult(ViewOf(rec, ctx->options)));
+    if (auto v = FinishedJob(ctx, req.matches[1], res)) SendJson(res, 200, KernelGymResult(*v));
   });
 
   // KernelGYM cancels only a task that has not finished: a finished or unknown one is 404.
@@ -185,8 +188,8 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
     std::string id = req.matches[1];
     JobRecord rec;
     bool cancelled = false;
-    if (!ctx->service->Get(id, &rec).ok() || rec.state == JobState::kDone || !ctx->service->Cancel(id, &cancelled).ok() ||
-        !cancelled)
+    if (!ctx->service->Get(id, &rec).ok() || rec.state == JobState::kDone ||
+        !ctx->service->Cancel(id, &cancelled).ok() || !cancelled)
       return SendDetail(res, 404, "Task " + id + " not found or cannot be cancelled");
     SendJson(res, 200, {{"message", "Task " + id + " cancelled successfully"}});
   });

@@ -1,11 +1,11 @@
 #include "server/request_parse.h"
 
-#include "core/kernelgym_schema.h"
-#include "server/kernel_simple.h"
-
 #include <chrono>
 #include <cmath>
 #include <set>
+
+#include "core/kernelgym_schema.h"
+#include "server/kernel_simple.h"
 
 namespace kgym {
 

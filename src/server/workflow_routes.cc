@@ -13,7 +13,7 @@ namespace {
 using nlohmann::json;
 
 json WorkflowResponse(const JobView& v) {
-  json result = v.kgym_result      ? KernelGymResult(v)
+  json result = v.kgym_result     ? KernelGymResult(v)
                 : v.kernel_simple ? kernelgym::SimpleResult(v.result, v.checks_correctness, v.times)
                                   : kernelgym::EvaluationResponse(v.result, v.times);
   for (const char* k : {"status", "submitted_at", "processing_time"}) result.erase(k);
@@ -88,11 +88,7 @@ void RegisterWorkflowRoutes(httplib::Server& svr, Context* ctx) {
   });
 
   svr.Get(R"(/workflow/results/(.+))", [ctx](const httplib::Request& req, httplib::Response& res) {
-    JobRecord rec;
-    std::string id = req.matches[1];
-    if (!ctx->service->Get(id, &rec).ok() || rec.state != JobState::kDone)
-      return SendDetail(res, 404, "Task " + id + " not found");
-    SendJson(res, 200, WorkflowResponse(ViewOf(rec, ctx->options)));
+    if (auto v = FinishedJob(ctx, req.matches[1], res)) SendJson(res, 200, WorkflowResponse(*v));
   });
 }
 
