@@ -42,10 +42,13 @@ KERNELGYM_REPO = "hkust-nlp/KernelGYM"
 DEFAULT_MIRROR = "/work/.mirror/hkust-nlp+KernelGYM/repo"
 PACKAGES = ["ray==2.47.1", "httpx", "omegaconf"]  # what the reward client imports (its pins: Dr.Kernel's setup.sh)
 
-# KernelGYM's documented outcome matrix (research/kernelgym.md §4.1) for each case: what its /results says.
+# KernelGYM's documented outcome matrix (research/kernelgym.md §4.1) for each case: what its /results says. The
+# client itself turns a response without `class ModelNew` away before any request (its preflight): no status.
+PREFLIGHT = "not sent (client preflight)"
 CASES = [
     ("compile_error", "syntax_error", dict(status="failed", compiled=False, correctness=False)),
-    ("missing_modelnew", "missing_modelnew", dict(status="failed", compiled=False, correctness=False)),
+    ("missing_modelnew", "missing_modelnew", dict(status=PREFLIGHT, compiled=False, correctness=False)),
+    ("modelnew_not_defined", "modelnew_in_comment", dict(status="failed", compiled=False, correctness=False)),
     ("runtime_error", "forward_exception", dict(status="completed", compiled=True, correctness=False)),
     ("wrong_values", "wrong_values", dict(status="completed", compiled=True, correctness=False)),
     ("wrong_shape", "wrong_shape", dict(status="completed", compiled=True, correctness=False)),
@@ -153,6 +156,9 @@ def reward_config(tree, url):
     rm.task_timeout, rm.task_timeout_in_client, rm.timeout = 20, 300, 300
     rm.num_correct_trials, rm.num_perf_trials = 2, 10
     rm.max_concurrent, rm.rate_limit = 8, 8
+    # kernel_reward.py reads reward_config.reference_backend, which kernel_trainer.yaml lacks (a missing key raises
+    # there, and every reward becomes the penalty); kernel_grading.yaml and grading_common.sh set it: null, eager.
+    rm.reference_backend = None
     return rm
 
 
@@ -168,12 +174,16 @@ def main():
     ap.add_argument("--packages", default="", help="folder with the client's packages (installed there if absent)")
     ap.add_argument("--mode", default="default", choices=["default", "compat"], help="kgym serve --mode")
     ap.add_argument("--out", default="")
+    ap.add_argument("--note", default="", help="stored with the results (e.g. which build the binary is)")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="kgym-kernelgym-compat-")
     tree, kg_commit = kernelgym_tree(args.kernelgym, work)
     pkgs = install_packages(args.packages, work)
-    sys.path[:0] = [pkgs, stand_ins(work), os.path.join(tree, "drkernel")]
+    paths = [pkgs, stand_ins(work), os.path.join(tree, "drkernel")]
+    sys.path[:0] = paths
+    # Ray's own processes (its agents, the actors' workers) import ray and the client's modules too.
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths + [p for p in [os.environ.get("PYTHONPATH")] if p])
     os.environ.setdefault("RAY_DISABLE_DOCKER_CPU_WARNING", "1")
     import ray
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -193,11 +203,11 @@ def main():
         wall = time.time() - t0
         client = reward_client.KernelRewardClient(reward_config=cfg)
         for (case, _, kg), got in zip(CASES, merged):
-            fact = dict(kg, decoy_kernel=False, speedup=got.get("speedup", 0.0) if kg["correctness"] else 0.0,
+            fact = dict(kg, status=kg["status"] if kg["status"] != PREFLIGHT else "failed", decoy_kernel=False, speedup=got.get("speedup", 0.0) if kg["correctness"] else 0.0,
                         metadata={})
             feedback = json.dumps(got, ensure_ascii=False, indent=2)  # what the multi-turn engine prompts with
             records.append({
-                "case": case, "status": got.get("status"), "compiled": got.get("compiled"),
+                "case": case, "status": got.get("status", PREFLIGHT), "compiled": got.get("compiled"),
                 "correctness": got.get("correctness"), "error_code": got.get("error_code"),
                 "speedup": got.get("speedup"), "reward": got.get("reward"),
                 "reward_like_kernel": client.calculate_reward_like_kernel(got)["reward"],
@@ -222,7 +232,7 @@ def main():
            "commit": sh("git", "-C", ROOT, "rev-parse", "HEAD"), "kernelgym_commit": kg_commit,
            "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} CPUs (no GPU)",
            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "python": sys.version.split()[0],
-           "kgym_mode": args.mode, "reward_func_name": "calculate_reward_speedup", "wall_s": wall,
+           "kgym_binary": args.kgym, "note": args.note, "kgym_mode": args.mode, "reward_func_name": "calculate_reward_speedup", "wall_s": wall,
            "all_as_kernelgym": same, "records": records}
     if args.out:
         with open(args.out, "w") as f:

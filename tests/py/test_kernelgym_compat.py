@@ -63,6 +63,9 @@ CASES = {
                          message="Kernel compilation failed"),
     "missing_modelnew": dict(status="failed", compiled=False, correctness=False, error_code="VALIDATION_ERROR",
                              message="Kernel code validation failed: Code must contain a 'ModelNew' class"),
+    # `class ModelNew` only in a comment: the substring check passes, loading finds no class (a compile error).
+    "modelnew_in_comment": dict(status="failed", compiled=False, correctness=False, error_code="COMPILATION_ERROR",
+                                message="Kernel compilation failed"),
     "forward_exception": dict(status="completed", compiled=True, correctness=False, error_code="RUNTIME_ERROR",
                               message="Kernel execution failed"),
     "wrong_values": dict(status="completed", compiled=True, correctness=False, error_code="CORRECTNESS_ERROR",
