@@ -83,7 +83,8 @@ def request_body(c, args):
     return {"task_id": c["id"], "reference_code": c["ref"], "kernel_code": c["kernel"], "backend": "triton",
             "num_correct_trials": args.correct_trials, "num_perf_trials": args.perf_trials, "timeout": args.timeout,
             "priority": "normal", "entry_point": "Model", "is_valid": False, "verbose_errors": True,
-            "enable_profiling": True, "detect_decoy_kernel": True, "reference_backend": None, "size": args.size}
+            "enable_profiling": True, "detect_decoy_kernel": True, "reference_backend": None, "size": args.size,
+            "kgym_result": True}  # kgym's verdict and fields (outcome, metadata) rather than KernelGYM's answer
 
 
 def post(url, body, timeout):

@@ -24,6 +24,7 @@ nlohmann::json GymPayload(const EvalRequest& req, bool is_valid) {
   p["detect_decoy_kernel"] = true;
   p["reference_backend"] = req.reference_backend.empty() ? nlohmann::json() : nlohmann::json(req.reference_backend);
   if (!req.size.empty()) p["size"] = req.size;  // kgym's task-size hint; sent only when set (KernelGYM has none)
+  p["kgym_result"] = true;  // a kgym server answers with kgym's verdict and fields; KernelGYM ignores unknown fields
   return p;
 }
 

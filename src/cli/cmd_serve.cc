@@ -127,7 +127,9 @@ KGYM_REGISTER_COMMAND(
       sub->add_option("--store", f->store, "SQLite store file");
       sub->add_option("--redis", f->redis, "redis://HOST:PORT/DB: enqueue for `kgym worker` processes");
       sub->add_option("--redis-prefix", f->prefix, "Redis key prefix");
-      sub->add_option("--mode", f->mode, "compat (KernelGYM status quirks) or default")
+      sub->add_option("--mode", f->mode,
+                      "default: KernelGYM's answers on its routes (a request may opt in to kgym's result with "
+                      "\"kgym_result\": true); compat: the same without that opt-in")
           ->check(CLI::IsMember({"compat", "default"}));
       sub->add_option("--token-file", f->token_file, "require Authorization: Bearer <first line of this file>");
       sub->add_option("--slots-per-gpu", f->slots_per_gpu, "evaluations in flight per GPU (timing stays exclusive)");

@@ -1,5 +1,7 @@
 #include "core/evaluation.h"
 
+#include "core/kernelgym_schema.h"
+
 namespace kgym {
 
 namespace {
@@ -76,11 +78,8 @@ const char* ErrorCodeFor(Outcome o) {
 }
 
 std::string EvalResult::Status(bool compat) const {
-  if (outcome == Outcome::kInvalid) return "failed";
-  if (compat && (outcome == Outcome::kCompileError || outcome == Outcome::kTimeout || outcome == Outcome::kCrashed ||
-                 outcome == Outcome::kResourceExhausted))
-    return "failed";
-  return "completed";
+  if (compat) return kernelgym::TaskStatus(*this);
+  return outcome == Outcome::kInvalid ? "failed" : "completed";
 }
 
 nlohmann::json EvalResult::ToJson(bool compat) const {

@@ -79,7 +79,8 @@ struct EvalResult {
   std::string completed_at;  // ISO-8601, filled by the store/server
 
   // "completed" unless the evaluation could not reach a verdict about the candidate's code.
-  // compat mode reproduces KernelGYM, where compile/validation failures and timeouts are "failed".
+  // compat: KernelGYM's status (core/kernelgym_schema.h), where compile/validation failures and timeouts are
+  // "failed".
   std::string Status(bool compat) const;
   nlohmann::json ToJson(bool compat = false) const;
   static EvalResult FromJson(const nlohmann::json& j);

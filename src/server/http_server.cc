@@ -10,21 +10,6 @@ namespace kgym {
 
 namespace http {
 
-nlohmann::json ResultJson(const JobRecord& rec, bool compat) {
-  auto j = nlohmann::json::parse(rec.result_json, nullptr, false);
-  if (!j.is_object()) return nullptr;
-  return EvalResult::FromJson(j).ToJson(compat);
-}
-
-std::string StatusOf(const JobRecord& rec, bool compat) {
-  if (rec.state == JobState::kQueued) return "pending";
-  if (rec.state == JobState::kRunning) return "processing";
-  auto j = nlohmann::json::parse(rec.result_json, nullptr, false);
-  if (!j.is_object()) return "failed";
-  if (j.value("outcome_detail", "") == "cancelled") return compat ? "failed" : "cancelled";
-  return EvalResult::FromJson(j).Status(compat);
-}
-
 void SendJson(httplib::Response& res, int code, const nlohmann::json& body) {
   res.status = code;
   res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
@@ -99,7 +84,15 @@ HttpServer::HttpServer(EvaluationService* service, HttpOptions options) : impl_(
     res.set_header("X-Error-Code", "SYSTEM_ERROR");
     http::SendJson(res, 500, {{"error", "InternalServerError"}, {"message", msg}, {"error_code", "SYSTEM_ERROR"}});
   });
+  // Routes nobody serves answer as FastAPI does (KernelGYM's framework): a JSON body, not an empty one.
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404) http::SendDetail(res, 404, "Not Found");
+    if (res.status == 405) http::SendDetail(res, 405, "Method Not Allowed");
+    return httplib::Server::HandlerResponse::Handled;
+  }));
   http::RegisterKernelGymRoutes(svr, &impl_->ctx);
+  http::RegisterWorkflowRoutes(svr, &impl_->ctx);
   http::RegisterNativeRoutes(svr, &impl_->ctx);
   http::RegisterDashboardRoutes(svr, &impl_->ctx);
 }

@@ -1,6 +1,7 @@
-// HttpServer: the HTTP face of an EvaluationService. Speaks KernelGYM's API (POST /evaluate and friends, with
-// its schemas and error bodies, research/kernelgym.md §1) and kgym's native API under /v1 (asynchronous
-// submission, long-poll, server-sent progress events, Prometheus metrics).
+// HttpServer: the HTTP face of an EvaluationService. Speaks KernelGYM's API as KernelGYM does (POST /evaluate,
+// /evaluate/batch, /workflow/*, /status, /results, DELETE /tasks, with its statuses, error codes, schemas and error
+// bodies: core/kernelgym_schema.h, research/kernelgym.md §1) and kgym's native API under /v1 (asynchronous
+// submission, long-poll, server-sent progress events, kgym's full results, Prometheus metrics).
 //
 // One thread per open connection from a fixed pool (cpp-httplib); size `threads` for the number of clients
 // that block in POST /evaluate at once (the Dr.Kernel client keeps up to 128 connections). When `token` is
@@ -23,7 +24,7 @@ struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 10907;  // 0 = any free port (see port())
   int threads = 512;
-  bool compat = false;  // --mode compat: KernelGYM's reward-relevant quirks
+  bool compat = false;  // --mode compat: no request may opt in to kgym's result on KernelGYM's routes
   std::string token;
   double max_wait_s = 3600;            // longest a blocking POST /evaluate waits before answering 504
   std::vector<std::string> run_roots;  // run folders shown by the dashboard (--runs); none = no run pages

@@ -11,16 +11,14 @@
 
 namespace kgym::http {
 
-namespace {
-using nlohmann::json;
-
-void SendValidationError(httplib::Response& res, const std::string& message) {
-  res.set_header("X-Error-Code", "VALIDATION_ERROR");
-  SendJson(res, 400, ValidationErrorBody(message));
+std::optional<JobView> FinishedJob(Context* ctx, const std::string& id, httplib::Response& res) {
+  JobRecord rec;
+  if (ctx->service->Get(id, &rec).ok() && rec.state == JobState::kDone) return ViewOf(rec, ctx->options);
+  SendDetail(res, 404, "Task " + id + " not found");
+  return std::nullopt;
 }
 
-// Accepts one request and waits for its result. On failure sends the HTTP error and returns false.
-bool RunToCompletion(Context* ctx, const ParsedRequest& p, httplib::Response& res, JobRecord* rec) {
+bool RunToCompletion(Context* ctx, const ParsedRequest& p, const char* what, httplib::Response& res, JobRecord* rec) {
   bool created = false;
   Status s = ctx->service->Submit(p, rec, &created);
   if (s.ok()) s = ctx->service->Wait(p.job.id, ctx->options.max_wait_s, rec);
@@ -36,9 +34,17 @@ bool RunToCompletion(Context* ctx, const ParsedRequest& p, httplib::Response& re
                    " s; poll GET /status/" + p.job.id);
   } else {
     res.set_header("X-Error-Code", "SYSTEM_ERROR");
-    SendDetail(res, 500, "Failed to submit task: " + s.message());
+    SendDetail(res, 500, std::string("Failed to submit ") + what + ": " + s.message());
   }
   return false;
+}
+
+namespace {
+using nlohmann::json;
+
+void SendValidationError(httplib::Response& res, const std::string& message) {
+  res.set_header("X-Error-Code", "VALIDATION_ERROR");
+  SendJson(res, 400, ValidationErrorBody(message));
 }
 
 long RssKb() {
@@ -90,8 +96,8 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
     Status s = ParseEvaluationRequest(body, true, &p);
     if (!s.ok()) return SendValidationError(res, s.message());
     JobRecord rec;
-    if (!RunToCompletion(ctx, p, res, &rec)) return;
-    SendJson(res, 200, ResultJson(rec, ctx->options.compat));
+    if (!RunToCompletion(ctx, p, "task", res, &rec)) return;
+    SendJson(res, 200, KernelGymResult(ViewOf(rec, ctx->options)));
   });
 
   svr.Post("/evaluate/batch", [ctx](const httplib::Request& req, httplib::Response& res) {
@@ -134,16 +140,19 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
                                           : Status::Unavailable(submit_errors[i]);
       json r;
       if (s.ok()) {
-        r = ResultJson(rec, ctx->options.compat);
-      } else {
-        EvalResult e;
-        e.task_id = parsed[i].job.id;
-        e.outcome = Outcome::kInvalid;
-        e.error_code = "SYSTEM_ERROR";
-        e.error_message = s.message();
-        r = e.ToJson(ctx->options.compat);
+        JobView v = ViewOf(rec, ctx->options);
+        r = KernelGymResult(v);
+        if (KernelGymStatus(v) != "completed") failed++;
+      } else {  // KernelGYM's per-task exception: a failed response carrying the error
+        r = json::object();
+        for (const auto& k : kernelgym::ResponseKeys()) r[k] = nullptr;
+        r["task_id"] = parsed[i].job.id;
+        r["status"] = "failed";
+        r["error_message"] = s.message();
+        r["error_code"] = s.code() == Status::Code::kTimeout ? "TIMEOUT_ERROR" : "SYSTEM_ERROR";
+        r["submitted_at"] = KernelGymTimestamp();
+        failed++;
       }
-      if (r["status"] == "failed") failed++;
       results.push_back(r);
     }
     SendJson(res, 200,
@@ -159,10 +168,11 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
 
   svr.Get(R"(/status/(.+))", [ctx](const httplib::Request& req, httplib::Response& res) {
     JobRecord rec;
-    if (!ctx->service->Get(req.matches[1], &rec).ok()) return SendDetail(res, 404, "Task not found");
+    std::string id = req.matches[1];
+    if (!ctx->service->Get(id, &rec).ok()) return SendDetail(res, 404, "Task " + id + " not found");
     SendJson(res, 200,
              {{"task_id", rec.id},
-              {"status", StatusOf(rec, ctx->options.compat)},
+              {"status", KernelGymStatus(ViewOf(rec, ctx->options))},
               {"progress", nullptr},
               {"estimated_completion", nullptr},
               {"queue_position", nullptr},
@@ -170,18 +180,18 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
   });
 
   svr.Get(R"(/results/(.+))", [ctx](const httplib::Request& req, httplib::Response& res) {
-    JobRecord rec;
-    if (!ctx->service->Get(req.matches[1], &rec).ok() || rec.state != JobState::kDone)
-      return SendDetail(res, 404, "Results not found");
-    SendJson(res, 200, ResultJson(rec, ctx->options.compat));
+    if (auto v = FinishedJob(ctx, req.matches[1], res)) SendJson(res, 200, KernelGymResult(*v));
   });
 
+  // KernelGYM cancels only a task that has not finished: a finished or unknown one is 404.
   svr.Delete(R"(/tasks/(.+))", [ctx](const httplib::Request& req, httplib::Response& res) {
     std::string id = req.matches[1];
+    JobRecord rec;
     bool cancelled = false;
-    if (!ctx->service->Cancel(id, &cancelled).ok()) return SendDetail(res, 404, "Task not found");
-    if (!cancelled) return SendJson(res, 200, {{"message", "Task " + id + " already finished"}, {"cancelled", false}});
-    SendJson(res, 200, {{"message", "Task " + id + " cancelled successfully"}, {"cancelled", true}});
+    if (!ctx->service->Get(id, &rec).ok() || rec.state == JobState::kDone ||
+        !ctx->service->Cancel(id, &cancelled).ok() || !cancelled)
+      return SendDetail(res, 404, "Task " + id + " not found or cannot be cancelled");
+    SendJson(res, 200, {{"message", "Task " + id + " cancelled successfully"}});
   });
 
   svr.Get("/health", [ctx](const httplib::Request&, httplib::Response& res) {

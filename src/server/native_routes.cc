@@ -15,10 +15,10 @@ std::string NewId() {
   return buf;
 }
 
-json JobJson(const JobRecord& rec, bool compat) {
+json JobJson(const JobRecord& rec) {
   json j = {{"id", rec.id},
             {"state", JobStateName(rec.state)},
-            {"status", StatusOf(rec, compat)},
+            {"status", NativeStatus(rec)},
             {"generation", rec.generation},
             {"attempts", rec.attempts},
             {"device", rec.device.empty() ? json() : json(rec.device)},
@@ -26,7 +26,7 @@ json JobJson(const JobRecord& rec, bool compat) {
             {"started_at", rec.started_at > 0 ? json(rec.started_at) : json()},
             {"finished_at", rec.finished_at > 0 ? json(rec.finished_at) : json()},
             {"result", nullptr}};
-  if (rec.state == JobState::kDone) j["result"] = ResultJson(rec, compat);
+  if (rec.state == JobState::kDone) j["result"] = NativeResult(rec);
   return j;
 }
 
@@ -53,7 +53,7 @@ void RegisterNativeRoutes(httplib::Server& svr, Context* ctx) {
       res.set_header("Retry-After", "5");
       return SendDetail(res, s.code() == Status::Code::kUnavailable ? 503 : 500, s.message());
     }
-    json j = JobJson(rec, ctx->options.compat);
+    json j = JobJson(rec);
     j["created"] = created;
     j["links"] = {{"self", "/v1/evaluations/" + rec.id}, {"events", "/v1/evaluations/" + rec.id + "/events"}};
     SendJson(res, 202, j);
@@ -66,7 +66,7 @@ void RegisterNativeRoutes(httplib::Server& svr, Context* ctx) {
     JobRecord rec;
     Status s = wait > 0 ? ctx->service->Wait(id, wait, &rec) : ctx->service->Get(id, &rec);
     if (s.code() == Status::Code::kNotFound) return SendDetail(res, 404, "no evaluation with id '" + id + "'");
-    SendJson(res, 200, JobJson(rec, ctx->options.compat));
+    SendJson(res, 200, JobJson(rec));
   });
 
   svr.Delete(R"(/v1/evaluations/([^/]+))", [ctx](const httplib::Request& req, httplib::Response& res) {
@@ -80,11 +80,10 @@ void RegisterNativeRoutes(httplib::Server& svr, Context* ctx) {
     std::string id = req.matches[1];
     JobRecord rec;
     if (!ctx->service->Get(id, &rec).ok()) return SendDetail(res, 404, "no evaluation with id '" + id + "'");
-    bool compat = ctx->options.compat;
     EvaluationService* service = ctx->service;
     auto last = std::make_shared<int64_t>(0);
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [service, id, last, compat](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [service, id, last](size_t, httplib::DataSink& sink) {
       std::vector<JobEvent> events;
       bool done = false;
       service->Events(id, *last, 15.0, &events, &done);
@@ -100,7 +99,7 @@ void RegisterNativeRoutes(httplib::Server& svr, Context* ctx) {
       if (done) {
         JobRecord rec;
         if (service->Get(id, &rec).ok() && rec.state == JobState::kDone) {
-          JobEvent final{*last + 1, "result", ResultJson(rec, compat)};
+          JobEvent final{*last + 1, "result", NativeResult(rec)};
           std::string text = SseEvent(final);
           sink.write(text.data(), text.size());
         }

@@ -2,8 +2,10 @@
 
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <set>
+
+#include "core/kernelgym_schema.h"
+#include "server/kernel_simple.h"
 
 namespace kgym {
 
@@ -140,17 +142,11 @@ const std::set<std::string> kKnownFields = {"task_id",
 }  // namespace
 
 std::string KernelGymTimestamp() {
-  auto now = std::chrono::system_clock::now();
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
-  auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
-  std::tm tm;
-  localtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[96];
-  std::snprintf(out, sizeof out, "%s.%06ldZ", buf, static_cast<long>(us));
-  return out;
+  return kernelgym::Timestamp(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
+
+std::string WorkflowName(const std::string& name) { return Lower(Strip(name.empty() ? "kernelbench" : name)); }
 
 json ValidationErrorBody(const std::string& message) {
   return {{"error", "RequestValidationError"},
@@ -181,11 +177,9 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
     e.Add("task_id", "Field required", "missing");
   }
 
-  std::string workflow = Lower(Strip(OptString(b, "workflow", &e).value_or("kernelbench")));
+  std::string workflow = WorkflowName(OptString(b, "workflow", &e).value_or("kernelbench"));
   if (workflow != "kernelbench" && workflow != "kernel_simple")
     e.Add("workflow", "workflow must be 'kernelbench' or 'kernel_simple'", "value_error");
-  else if (workflow == "kernel_simple")
-    e.Add("workflow", "workflow 'kernel_simple' is not supported by kgym; use 'kernelbench'", "value_error");
 
   CodeField(b, "reference_code", workflow == "kernelbench", &r.reference_code, &e);
   CodeField(b, "kernel_code", true, &r.kernel_code, &e);
@@ -247,6 +241,7 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
   }
 
   if (!e.list.empty()) return Status::InvalidArgument("Request validation failed: " + e.list.dump());
+  if (workflow == "kernel_simple") return ParseKernelSimplePayload(b, out);
 
   // KernelGYM's flag resolution (§1.3).
   r.run_correctness = run_correctness.value_or(true);

@@ -5,7 +5,8 @@
 //  - workflow validation (the `class Model` / `class ModelNew` substring checks, use_reference_cache without
 //    uuid, resources.gpus): the request is accepted, and the job finishes at once with a VALIDATION_ERROR
 //    result instead of being evaluated (`precheck_failure`).
-// Unknown fields are accepted and kept in EvalRequest::extra.
+// Unknown fields are accepted and kept in EvalRequest::extra. A request for the kernel_simple workflow is read by
+// server/kernel_simple.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -26,6 +27,9 @@ struct ParsedRequest {
 
 // `require_task_id` is false for the native API, which generates an id when none is given.
 Status ParseEvaluationRequest(const nlohmann::json& body, bool require_task_id, ParsedRequest* out);
+
+// A workflow name as KernelGYM's registry looks it up (trimmed, lower case; "" = kernelbench).
+std::string WorkflowName(const std::string& name);
 
 // KernelGYM's 400 body for a validation failure: {"error":"RequestValidationError","message":...,
 // "error_code":"VALIDATION_ERROR","task_id":null,"timestamp":...}.

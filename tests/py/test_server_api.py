@@ -90,18 +90,28 @@ def test_repeated_task_id_returns_stored_result_and_force_refresh_reruns(server)
     assert "kgym_jobs_deduplicated_total 1" in metrics
 
 
-def test_compile_errors_failed_in_compat_completed_in_default(tmp_path):
-    for mode, expected in (("compat", "failed"), ("default", "completed")):
+def test_compile_errors_are_failed_as_in_kernelgym_and_the_opt_in_sees_kgyms_verdict(tmp_path):
+    for mode in ("compat", "default"):
         s = Server(tmp_path, *SIM, "--mode", mode, store=str(tmp_path / f"{mode}.sqlite"))
         try:
             r = s.post("/evaluate", drkernel_payload("t-ce", sim_kernel("# sim: outcome=compile_error"))).json()
-            assert r["status"] == expected
-            assert r["compiled"] is False and r["error_code"] == "COMPILATION_ERROR" and r["error_message"]
+            assert r["status"] == "failed" and set(r) == RESPONSE_KEYS
+            assert r["compiled"] is False and r["error_code"] == "COMPILATION_ERROR"
+            assert r["error_message"].startswith("Kernel compilation failed: ")
             assert r["reference_runtime"] == -1.0 and r["kernel_runtime"] == -1.0 and r["speedup"] == 0.0
-            assert s.poll_status("t-ce") == expected
+            assert s.poll_status("t-ce") == "failed"
             # Missing ModelNew: a workflow validation failure, never evaluated.
             v = s.post("/evaluate", drkernel_payload("t-noclass", "import torch\nclass Foo: pass\n")).json()
-            assert v["status"] == expected and v["error_code"] == "VALIDATION_ERROR"
+            assert v["status"] == "failed" and v["error_code"] == "VALIDATION_ERROR"
+            # A request that opts in gets kgym's result (compile errors completed, so a model sees them), except
+            # under --mode compat.
+            body = dict(drkernel_payload("t-opt", sim_kernel("# sim: outcome=compile_error")), kgym_result=True)
+            o = s.post("/evaluate", body).json()
+            if mode == "default":
+                assert o["status"] == "completed" and o["outcome"] == "compile_error"
+                assert s.poll_status("t-opt") == "completed"
+            else:
+                assert o["status"] == "failed" and set(o) == RESPONSE_KEYS
         finally:
             s.kill()
 
@@ -133,8 +143,9 @@ def test_cancel_really_stops_a_running_job(server):
             break
         time.sleep(0.05)
     d = server.delete("/tasks/t-cancel")
-    assert d.status == 200 and d.json()["cancelled"] is True
-    assert server.poll_status("t-cancel", timeout=10) == "cancelled"
+    assert d.status == 200 and d.json() == {"message": "Task t-cancel cancelled successfully"}
+    assert server.poll_status("t-cancel", timeout=10) == "failed"  # KernelGYM's status; /v1 says cancelled
+    assert server.get("/v1/evaluations/t-cancel").json()["status"] == "cancelled"
     # The slot is free again: a new job completes quickly.
     assert server.post("/evaluate", drkernel_payload("t-after", sim_kernel()), timeout=10).status == 200
 
