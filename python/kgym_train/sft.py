@@ -15,6 +15,7 @@ import torch
 
 from . import checkpoint
 from .data import SftData, load_conversations
+from .errors import UserError
 from .learner import Learner, make_optimizer, make_scheduler
 from .losses import micro_batches, sft_token_losses
 from .metrics import MetricsLog
@@ -27,7 +28,7 @@ def _micro(data, batch, cfg):
     if cfg["batching"] == "packing":
         lengths = [len(data.examples[i][0]) for i in batch]
         return [[batch[k] for k in mb] for mb in micro_batches(lengths, int(cfg["max_tokens_per_micro"]))]
-    raise ValueError(f"data.batching must be padding or packing, got {cfg['batching']!r}")
+    raise UserError(f"data.batching must be padding or packing, got {cfg['batching']!r}")
 
 
 def _my_micro(learner, data, batch, data_cfg):
@@ -82,6 +83,7 @@ def run_sft(cfg):
     os.makedirs(out_dir, exist_ok=True)
     resume = checkpoint.resolve_resume(trainer.get("resume", "auto"), out_dir)
     learner = Learner(cfg, model_path=os.path.join(resume, "model") if resume else None)
+    learner.check_context("data.max_length", int(data_cfg["max_length"]))
     main = learner.ranks.is_main  # under torchrun every rank runs this loop on its share; rank 0 logs and saves
     log = MetricsLog(out_dir) if main else None
     conversations = load_conversations(data_cfg["train_files"], data_cfg["messages_key"])
