@@ -7,8 +7,9 @@ Under torchrun (WORLD_SIZE > 1) serve and sft run on every rank: see distributed
   sft       --config RESOLVED.json          the SFT cold start (sft.py)
   tokenizer --corpus PATH... --vocab-size N --out DIR    trains a byte-level BPE on text files (tokenizer.py)
 
---error-file F (before the command): on bad input or configuration (errors.UserError) the message is written to F,
-printed on one line, and the process exits with protocol.EXIT_USER_ERROR instead of dumping a traceback.
+On bad input or configuration (errors.UserError) the message goes, on one line and without a traceback, to the file
+named by --error-file (given before the command; kgym passes it and says the message itself) or else to stderr, and
+the process exits with protocol.EXIT_USER_ERROR.
 """
 import argparse
 import json
@@ -51,10 +52,11 @@ def main(argv=None):
         return _run(a)
     except UserError as e:
         msg = str(e)
-        print(f"kgym_train: {msg}", file=sys.stderr, flush=True)
-        if a.error_file:
+        if a.error_file:  # kgym reads it and says it once, in its own words
             with open(a.error_file, "w", encoding="utf-8") as f:
                 f.write(msg + "\n")
+        else:
+            print(f"kgym_train: {msg}", file=sys.stderr, flush=True)
         return protocol.EXIT_USER_ERROR
 
 

@@ -126,14 +126,16 @@ class Learner:
             return int(conf.max_position_embeddings)
         return int(m.cfg["max_position_embeddings"])
 
-    def check_context(self, key, length):
-        """Refuses, before any step, a sequence length the model has no positions for (`key` names the setting)."""
+    def check_context(self, key, value, longest):
+        """Refuses, before any step, sequences the model has no positions for: the longest is `longest` tokens, as
+        the setting `key` (= `value`) left it."""
         positions = self.max_context()
-        if length > positions:
+        if longest > positions:
             where = os.path.join(self.model_source, "config.json") if self.model_source else \
                 "model.init.max_position_embeddings"
-            raise UserError(f"{key} is {length} but the model has {positions} positions ({where}): set {key} to "
-                            f"{positions} or less, or use a model with longer context")
+            raise UserError(f"{key} is {value} but the model has {positions} positions ({where}) and the longest "
+                            f"sequence has {longest} tokens: set {key} to {positions} or less, or use a model with "
+                            "longer context")
 
     # ---- several processes: rank 0 relays its operations ----------------------------------------------------------
     RELAYED = ("generate", "logprobs", "ppo_step", "save", "save_weights", "load_weights")

@@ -83,7 +83,6 @@ def run_sft(cfg):
     os.makedirs(out_dir, exist_ok=True)
     resume = checkpoint.resolve_resume(trainer.get("resume", "auto"), out_dir)
     learner = Learner(cfg, model_path=os.path.join(resume, "model") if resume else None)
-    learner.check_context("data.max_length", int(data_cfg["max_length"]))
     main = learner.ranks.is_main  # under torchrun every rank runs this loop on its share; rank 0 logs and saves
     log = MetricsLog(out_dir) if main else None
     conversations = load_conversations(data_cfg["train_files"], data_cfg["messages_key"])
@@ -93,6 +92,8 @@ def run_sft(cfg):
     if data_cfg.get("val_files"):
         val = SftData(load_conversations(data_cfg["val_files"], data_cfg["messages_key"]), learner.renderer,
                       int(data_cfg["max_length"]), data_cfg["truncation"], 1, 0, False)
+    longest = max(len(ids) for ids, _ in data.examples + (val.examples if val is not None else []))
+    learner.check_context("data.max_length", int(data_cfg["max_length"]), longest)
     per_epoch = data.steps_per_epoch()
     total = int(trainer.get("total_training_steps") or per_epoch * int(trainer["total_epochs"]))
     learner.optimizer = make_optimizer(learner.policy.model.parameters(), optim)

@@ -13,11 +13,11 @@ namespace kgym::cli {
 // The concept of a flag name shared by several commands ("" when the name is one command's own).
 std::string FlagConcept(const std::string& name);
 
-// `name` bound to `var`, its help "<concept> (<detail>)" (just the concept without a detail).
+// `name` bound to `var`, its help "<concept>: <detail>" (just the concept without a detail).
 template <class T>
 CLI::Option* AddSharedOption(CLI::App* app, const std::string& name, T* var, const std::string& detail = "") {
   const std::string meaning = FlagConcept(name);
-  const std::string help = detail.empty() ? meaning : meaning + " (" + detail + ")";
+  const std::string help = detail.empty() ? meaning : meaning + ": " + detail;
   if constexpr (std::is_same_v<T, bool>)
     return app->add_flag(name, *var, help);
   else

@@ -38,7 +38,8 @@ std::vector<fs::path> Roots() {
 
 // A binary that still sits in its build folder, with that build's source tree present.
 bool InBuildTree() {
-  static const bool in = Within(ExeDir(), KGYM_BUILD_BINARY_DIR) && fs::exists(fs::path(KGYM_BUILD_SOURCE_DIR) / "python");
+  static const bool in =
+      Within(ExeDir(), KGYM_BUILD_BINARY_DIR) && fs::exists(fs::path(KGYM_BUILD_SOURCE_DIR) / "python");
   return in;
 }
 

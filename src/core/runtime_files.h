@@ -8,11 +8,12 @@
 // else python3 on PATH.
 //
 // Packages (python/kgym_harness, python/kgym_train): $KGYM_HARNESS_PATH / $KGYM_TRAIN_PATH when set (a folder
-// holding the package; kgym_train is also taken from $KGYM_HARNESS_PATH's folder when it holds it); else, for a binary that still sits in the build folder it was compiled in while that
-// build's source tree exists, the source tree's python/ (an edit there takes effect without a rebuild); else the
-// copy the build stages and `cmake --install` installs beside the binary: <root>/share/kgym/python, where root
-// is the binary's folder's parent (installed: <prefix>/bin/kgym), its grandparent (a build folder copied
-// elsewhere: build/src/cli/kgym) or the binary's folder itself (a packed folder: dir/kgym).
+// holding the package; kgym_train is also taken from $KGYM_HARNESS_PATH's folder when it holds it); else, for a binary
+// that still sits in the build folder it was compiled in while that build's source tree exists, the source tree's
+// python/ (an edit there takes effect without a rebuild); else the copy the build stages and `cmake --install` installs
+// beside the binary: <root>/share/kgym/python, where root is the binary's folder's parent (installed:
+// <prefix>/bin/kgym), its grandparent (a build folder copied elsewhere: build/src/cli/kgym) or the binary's folder
+// itself (a packed folder: dir/kgym).
 //
 // Learner packages: $KGYM_TRAIN_PKGS, else <build>/train-pkgs of the build folder the binary sits in (or was
 // copied with), else <prefix>/share/kgym/train-pkgs; "" when none exists.

@@ -96,7 +96,9 @@ TEST(RunParams, FlagsAndYamlGiveTheSameSpec) {
   // And each parameter arrived where its probe put it.
   const nlohmann::json j = from_yaml.ToJson();
   for (const auto& p : RunParams())
-    if (*p.keys) EXPECT_EQ(j[std::string(p.flag).substr(2)], ProbeFor(p).value) << p.flag;
+    if (*p.keys) {
+      EXPECT_EQ(j[std::string(p.flag).substr(2)], ProbeFor(p).value) << p.flag;
+    }
 }
 
 TEST(RunParams, EveryFlagReachesItsField) {
@@ -106,7 +108,9 @@ TEST(RunParams, EveryFlagReachesItsField) {
     const std::string name = std::string(p.flag).substr(2);
     EXPECT_EQ(j[name], probe.value) << p.flag;
     for (auto it = j.begin(); it != j.end(); ++it)
-      if (it.key() != name) EXPECT_EQ(it.value(), d[it.key()]) << p.flag << " also changed " << it.key();
+      if (it.key() != name) {
+        EXPECT_EQ(it.value(), d[it.key()]) << p.flag << " also changed " << it.key();
+      }
   }
 }
 

@@ -73,5 +73,4 @@ class Zygote {
   std::mutex send_mu_;
 };
 
-
 }  // namespace kgym

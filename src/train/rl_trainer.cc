@@ -206,7 +206,6 @@ Status RlTrainer::Step(int64_t step) {
   RolloutRun run;
   std::vector<std::string> ids;
   for (size_t i : sampler.Step(step - 1)) run.tasks.push_back(train_tasks_[i]), ids.push_back(train_tasks_[i].id);
-  const auto& ro = cfg_["rollout"];
   run.samples = spec_.loop.samples;
   run.loop = LoopConfig(false, step);
   run.lockstep = spec_.loop.layout == "lockstep";
