@@ -18,11 +18,9 @@ TEST(RunSpecs, EveryYamlKeyOfTheRunParametersIsADocumentedDefault) {
   for (const auto& p : run::RunParams()) {
     std::stringstream keys(p.keys);
     for (std::string key; std::getline(keys, key, ',');) {
-      const bool in_rl =
-          rl.contains(nlohmann::json::json_pointer("/" + std::regex_replace(key, std::regex("\\."), "/")));
-      const bool in_sft =
-          sft.contains(nlohmann::json::json_pointer("/" + std::regex_replace(key, std::regex("\\."), "/")));
-      EXPECT_TRUE(in_rl || in_sft) << p.flag << ": " << key << " is in neither configs/rl.yaml nor configs/sft.yaml";
+      const nlohmann::json::json_pointer at("/" + std::regex_replace(key, std::regex("\\."), "/"));
+      EXPECT_TRUE(rl.contains(at) || sft.contains(at))
+          << p.flag << ": " << key << " is in neither configs/rl.yaml nor configs/sft.yaml";
     }
   }
 }
