@@ -1,10 +1,16 @@
 #include "core/runtime_files.h"
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <vector>
+
+extern char** environ;
 
 namespace kgym {
 
@@ -27,6 +33,24 @@ bool Within(const fs::path& inner, const fs::path& outer) {
   std::error_code ec;
   const std::string a = fs::weakly_canonical(inner, ec).string(), b = fs::weakly_canonical(outer, ec).string();
   return !b.empty() && a.size() > b.size() && a.compare(0, b.size(), b) == 0 && a[b.size()] == '/';
+}
+
+// Whether `python` (a path, or a name looked up on PATH) has torch: importlib finds it, without importing it.
+bool HasTorch(const std::string& python) {
+  const char* argv[] = {python.c_str(), "-c",
+                        "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('torch') else 1)", nullptr};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, python.c_str(), &fa, nullptr, const_cast<char* const*>(argv), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return false;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 // The roots a moved or installed binary's files hang from, nearest layout first.
@@ -64,8 +88,13 @@ std::vector<fs::path> PackageCandidates() {
 std::string PythonInterpreter(const std::string& configured) {
   if (!configured.empty()) return configured;
   if (std::string p = Env("KGYM_PYTHON"); !p.empty()) return p;
-  if (::access("/usr/bin/python3", X_OK) == 0) return "/usr/bin/python3";
-  return "python3";
+  static const std::string found = [] {
+    const bool debian = ::access("/usr/bin/python3", X_OK) == 0;
+    if (debian && HasTorch("/usr/bin/python3")) return std::string("/usr/bin/python3");
+    if (HasTorch("python3")) return std::string("python3");
+    return std::string(debian ? "/usr/bin/python3" : "python3");
+  }();
+  return found;
 }
 
 std::string PythonPackageDir(const std::string& package) {

@@ -3,9 +3,11 @@
 // (kgym_harness, kgym_train) and the packages setup.sh installs for them (train-pkgs: tokenizers, safetensors,
 // pyarrow). Prompt templates and the training defaults are compiled into the binary and need no file.
 //
-// Interpreter: the one configured for this run (--python, learner.python), else $KGYM_PYTHON, else
-// /usr/bin/python3 when it exists (Debian's, where python3-torch lives: another python3 may come first on PATH),
-// else python3 on PATH.
+// Interpreter: the one configured for this run (--python, learner.python), else $KGYM_PYTHON, else the first of
+// /usr/bin/python3 (Debian's, where python3-torch lives) and python3 on PATH that has torch (asked once per process
+// with importlib.util.find_spec, which does not import it), else /usr/bin/python3 when it exists, else python3. So
+// a torch-less python3 first on PATH (a pyenv or venv one) is passed over on a Debian machine, and a GPU machine
+// whose torch lives in the python3 on PATH (not in /usr/bin's) needs no setting either.
 //
 // Packages (python/kgym_harness, python/kgym_train): $KGYM_HARNESS_PATH / $KGYM_TRAIN_PATH when set (a folder
 // holding the package; kgym_train is also taken from $KGYM_HARNESS_PATH's folder when it holds it); else, for a binary
