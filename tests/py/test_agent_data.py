@@ -59,8 +59,13 @@ def test_convert_drkernel_jsonl_rows(tmp_path):
     assert res.returncode != 0 and "bad.jsonl:1" in res.stderr and "reference_code" in res.stderr
 
 
+def _no_pythonpath():
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def _system_python_has_pyarrow():
-    return subprocess.run(["/usr/bin/python3", "-c", "import pyarrow"], capture_output=True).returncode == 0
+    return subprocess.run(["/usr/bin/python3", "-c", "import pyarrow"], capture_output=True,
+                          env=_no_pythonpath()).returncode == 0
 
 
 @pytest.mark.skipif(not os.path.exists("/usr/bin/python3") or _system_python_has_pyarrow(),
@@ -68,7 +73,7 @@ def _system_python_has_pyarrow():
 def test_parquet_without_pyarrow_is_a_clear_error(tmp_path):
     src = tmp_path / "data.parquet"
     src.write_bytes(b"PAR1 not really")
-    env = dict(os.environ, KGYM_TRAIN_PKGS=str(tmp_path / "no-packages-here"))  # hide setup.sh's pyarrow
+    env = dict(_no_pythonpath(), KGYM_TRAIN_PKGS=str(tmp_path / "no-packages-here"))  # hide setup.sh's pyarrow
     res = subprocess.run([KGYM, "data", "convert", str(src), "--out", str(tmp_path / "o.jsonl"),
                           "--python", "/usr/bin/python3"], capture_output=True, text=True, env=env)
     assert res.returncode == 2
