@@ -16,6 +16,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/runtime_files.h"
 #include "eval/evaluator.h"
 #include "sandbox/zygote.h"
 
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
       if (r.metadata.contains(k)) parts[k].push_back(r.metadata[k].get<double>());
   }
   std::vector<double> base_s;
-  std::string py = kgym::DefaultPython();
+  std::string py = kgym::PythonInterpreter();
   for (int i = 0; i < baseline_n; ++i) {
     auto a = Clock::now();
     std::string cmd = py + " " + src_dir + "/bench/eval_overhead/fresh_process_eval.py --device " + device + " " + ref +

@@ -15,6 +15,8 @@ done
 # The kernel recorder (kgym finds it at lib/ next to itself); libcupti itself comes from the GPU machine's toolkit.
 if [ -f build/src/gpu/libkgym_cupti.so ]; then strip -o build/gpu/lib/libkgym_cupti.so build/src/gpu/libkgym_cupti.so
 else echo "pack: no libkgym_cupti.so (GPU times will be the supervisor's brackets)"; fi
+# The Python packages kgym runs (kgym finds them at share/kgym/python next to itself; src/core/runtime_files.h).
+mkdir -p build/gpu/share && cp -r build/share/kgym build/gpu/share/
 du -sh build/gpu
 # pytest for the GPU red-team cases (the GPU machine's Python has none), and the tree's commit (no .git there).
 mkdir -p build/gpu/wheels

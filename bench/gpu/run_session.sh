@@ -24,7 +24,7 @@ for st in $STAGES; do
   case $st in
     doctor) timeout 120 "$KGYM_BIN" doctor > "$OUT/doctor.txt" 2>&1 ;;
     sanity) timeout 120 "$KGYM_BIN" eval --ref tests/redteam/gpu/ref_matmul.py --kernel tests/redteam/gpu/fused_triton_matmul.py \
-              --device cuda --perf-trials 30 > "$OUT/sanity.json" 2> "$OUT/sanity.stderr"
+              --device cuda --num-perf-trials 30 > "$OUT/sanity.json" 2> "$OUT/sanity.stderr"
             python3 -c "import json,sys; d=json.load(open(sys.argv[1])); m=d['metadata']; print(d['outcome'], d['outcome_detail'][:200], d['reference_runtime'], d['kernel_runtime']); print({k: m.get(k) for k in ('timing_source','timeline_problem','reference_timeline_problem','timeline_span_median_ms','timeline_kernel_sum_median_ms','timing_supervisor_median_ms','timing_harness_overhead_ms','custom_kernel_cuda_time_coverage','roofline','device_copy_bandwidth_gbps')})" "$OUT/sanity.json" > "$OUT/sanity.txt" 2>&1 ;;
     diag) mkdir -p "$OUT/diag"  # full results of chosen candidates against the GPU matmul reference
           for c in ${DIAG:-candidates/F_cache_content.py gpu/lazy_triton.py gpu/side_stream.py}; do
@@ -36,7 +36,7 @@ for st in $STAGES; do
           done
           tar czf "$OUT/diag.tgz" -C "$OUT" diag && rm -rf "$OUT/diag" ;;  # one file (the device tool returns few)
     wrong5) timeout "${SUITE_TIMEOUT:-260}" "$KGYM_BIN" suite --tasks tasks --device cuda --kinds wrong \
-              --only softmax_scale_residual,mlp,resnet_block,small_cnn,transformer_block --jobs 2 --perf-trials 50 \
+              --only softmax_scale_residual,mlp,resnet_block,small_cnn,transformer_block --jobs 2 --num-perf-trials 50 \
               --out "$OUT/suite_wrong5.json" > "$OUT/suite_wrong5.md" 2> "$OUT/suite_wrong5.stderr" ;;
     ncu) timeout "${NCU_TIMEOUT:-540}" python3 bench/gpu/ncu_compare.py --bin "$KGYM_BIN" --out "$OUT/ncu" ${NCU_ARGS:-} \
            > "$OUT/ncu_compare.log" 2>&1 ;;
@@ -45,7 +45,7 @@ for st in $STAGES; do
         for rb in pytorch torch_compile; do
           n=$(basename "$t")_$rb
           timeout 280 "$KGYM_BIN" eval --ref "tasks/$t.py" --kernel "tasks/solutions/${t}_triton.py" \
-            --device cuda --perf-trials 50 --reference-backend "$rb" > "$OUT/compile_$n.json" 2> "$OUT/compile_$n.stderr"
+            --device cuda --num-perf-trials 50 --reference-backend "$rb" > "$OUT/compile_$n.json" 2> "$OUT/compile_$n.stderr"
           python3 -c "import json,sys; d=json.load(open(sys.argv[1])); m=d['metadata']; print(sys.argv[2], d['outcome'], 'ref', d['reference_runtime'], 'cand', d['kernel_runtime'], 'speedup', d['speedup'], m.get('reference_backend_error'), m.get('reference_kernels'), [k[:60] for k in m.get('reference_kernel_names', [])], m.get('phase_s'))" \
             "$OUT/compile_$n.json" "$n" >> "$OUT/compile.txt" 2>&1
         done
@@ -59,7 +59,7 @@ for st in $STAGES; do
     overhead) timeout 150 "$B/eval_overhead" --device cuda -n 20 --baseline-n 3 \
                 --out "$OUT/eval_overhead-h200.json" > "$OUT/eval_overhead.md" 2>&1 ;;
     suite) timeout "${SUITE_TIMEOUT:-260}" "$KGYM_BIN" suite --tasks tasks --device cuda --kinds "${SUITE_KINDS:-triton,wrong}" \
-             --jobs "${SUITE_JOBS:-3}" --perf-trials 50 --out "$OUT/suite.json" > "$OUT/suite.md" 2> "$OUT/suite.stderr" ;;
+             --jobs "${SUITE_JOBS:-3}" --num-perf-trials 50 --out "$OUT/suite.json" > "$OUT/suite.md" 2> "$OUT/suite.stderr" ;;
     redteam)
       python3 -c "import pytest" 2>/dev/null || python3 -m pip install -q --no-index --target /tmp/kgym-pytest "$B"/wheels/*.whl
       PYTHONPATH="/tmp/kgym-pytest:$PWD/python" KGYM_GPU_TESTS=1 timeout "${REDTEAM_TIMEOUT:-420}" \

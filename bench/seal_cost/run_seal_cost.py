@@ -60,7 +60,7 @@ def median(xs):
 def eval_once(args, bin_, c, sealed, cwd):
     name, ref, ker, size = c
     cmd = [bin_, "eval", "--ref", os.path.join(RT, ref), "--kernel", os.path.join(RT, ker), "--device", "cpu",
-           "--correct-trials", str(args.correct_trials), "--perf-trials", str(args.perf_trials)]
+           "--num-correct-trials", str(args.correct_trials), "--num-perf-trials", str(args.perf_trials)]
     if size:
         cmd += ["--size", size]
     if not sealed:

@@ -131,9 +131,9 @@ def run_baseline(args, mix, tmp):
         ref, ker = os.path.join(tmp, "ref.py"), os.path.join(tmp, "kernel.py")
         open(ref, "w").write(c["ref"])
         open(ker, "w").write(c["kernel"])
-        cmd = [args.bin, "eval", "--ref", ref, "--kernel", ker, "--device", device, "--gpu", gpu, "--task-id", c["id"],
-               "--correct-trials", str(args.correct_trials), "--perf-trials", str(args.perf_trials),
-               "--timeout", str(args.timeout)]
+        cmd = [args.bin, "eval", "--ref", ref, "--kernel", ker, "--device", device, "--gpus", gpu, "--task-id", c["id"],
+               "--num-correct-trials", str(args.correct_trials), "--num-perf-trials", str(args.perf_trials),
+               "--eval-timeout", str(args.timeout)]
         if args.size:
             cmd += ["--size", args.size]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout * 4)

@@ -6,11 +6,18 @@ Under torchrun (WORLD_SIZE > 1) serve and sft run on every rank: see distributed
             the learner's HTTP server (server.py); prints "KGYM_LEARNER_READY port=N" once it listens
   sft       --config RESOLVED.json          the SFT cold start (sft.py)
   tokenizer --corpus PATH... --vocab-size N --out DIR    trains a byte-level BPE on text files (tokenizer.py)
+
+On bad input or configuration (errors.UserError) the message goes, on one line and without a traceback, to the file
+named by --error-file (given before the command; kgym passes it and says the message itself) or else to stderr, and
+the process exits with protocol.EXIT_USER_ERROR.
 """
 import argparse
 import json
 import os
 import sys
+
+from . import protocol
+from .errors import UserError
 
 
 def _config(path):
@@ -20,6 +27,8 @@ def _config(path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m kgym_train")
+    ap.add_argument(protocol.ARG_ERROR_FILE, dest="error_file", default=None,
+                    help="where a message about bad input or configuration goes (kgym reads it)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("serve")
     s.add_argument("--config", required=True)
@@ -39,6 +48,19 @@ def main(argv=None):
     t.add_argument("--vocab-size", type=int, default=4096)
     t.add_argument("--out", required=True)
     a = ap.parse_args(argv)
+    try:
+        return _run(a)
+    except UserError as e:
+        msg = str(e)
+        if a.error_file:  # kgym reads it and says it once, in its own words
+            with open(a.error_file, "w", encoding="utf-8") as f:
+                f.write(msg + "\n")
+        else:
+            print(f"kgym_train: {msg}", file=sys.stderr, flush=True)
+        return protocol.EXIT_USER_ERROR
+
+
+def _run(a):
     from .distributed import set_nvls_env
     set_nvls_env()  # before torch starts NCCL, and inherited by every process the learner starts
 

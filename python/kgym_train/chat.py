@@ -12,22 +12,23 @@ Two renderers:
 Training ids mark every assistant message's content and its closing <|im_end|> (the model must learn to stop);
 the role headers, user turns and the newline after <|im_end|> are masked out.
 """
+from .errors import UserError
 from .tokenizer import IM_END, IM_START
 
 
 class ChatRenderer:
     def __init__(self, tokenizer, mode="chatml"):
         if mode not in ("chatml", "template"):
-            raise ValueError(f"chat.template must be 'chatml' or 'template', got {mode!r}")
+            raise UserError(f"model.chat_template must be 'chatml' or 'template', got {mode!r}")
         if mode == "template" and not tokenizer.chat_template:
-            raise ValueError("chat.template=template needs a tokenizer with a chat template")
+            raise UserError("model.chat_template=template needs a tokenizer with a chat template")
         self.tok = tokenizer
         self.mode = mode
         if mode == "chatml":
             self.im_start = tokenizer.token_id(IM_START)
             self.im_end = tokenizer.token_id(IM_END)
             if self.im_start is None or self.im_end is None:
-                raise ValueError(f"the tokenizer has no {IM_START} / {IM_END} tokens needed by chat.template=chatml")
+                raise UserError(f"the tokenizer has no {IM_START} / {IM_END} tokens needed by model.chat_template=chatml")
             self.newline = tokenizer.encode("\n")
         self._headers = {}
 

@@ -16,6 +16,8 @@ import shutil
 
 import torch
 
+from .errors import UserError
+
 STATE_FILE = "trainer_state.json"
 
 
@@ -53,7 +55,7 @@ def restore(path, optimizer, scheduler, load_optimizer=None):
     opt_file = os.path.join(path, "optimizer.pt")
     if optimizer is not None:
         if not os.path.exists(opt_file):
-            raise FileNotFoundError(f"{path} has no optimizer.pt: not a training checkpoint")
+            raise UserError(f"{path} has no optimizer.pt: not a training checkpoint")
         blob = torch.load(opt_file, map_location="cpu")
         (load_optimizer or optimizer.load_state_dict)(blob["optimizer"])
         if scheduler is not None and blob.get("scheduler") is not None:
@@ -85,7 +87,7 @@ def resolve_resume(resume, out_dir):
         found = step_dirs(out_dir)
         return found[-1][1] if found else None
     if not os.path.exists(os.path.join(resume, STATE_FILE)):
-        raise FileNotFoundError(f"trainer.resume={resume!r} is not a checkpoint folder (no {STATE_FILE})")
+        raise UserError(f"trainer.resume={resume!r} is not a checkpoint folder (no {STATE_FILE})")
     return resume
 
 

@@ -2,7 +2,8 @@
 
 A row holds a `messages` list of {role, content} (the key is data.messages_key; a JSON string holding the list is
 accepted too, as some parquet exports store it). Other columns (uuid, entry_point, final_speedup, ...) are kept
-but not needed. Parquet is read with pyarrow. Errors name the file, the row and the field.
+but not needed. Parquet is read with pyarrow. Bad input is an errors.UserError naming the file, the row (1-based,
+as a parquet viewer counts) and the field.
 
 `SftData` tokenizes every conversation once (ids + assistant mask, chat.ChatRenderer), applies data.truncation,
 and deals out batches: epoch e is a permutation of the examples drawn from (seed, e), cut into global batches of
@@ -13,6 +14,8 @@ import os
 
 import torch
 
+from .errors import UserError
+
 
 def read_rows(path):
     """Rows (dicts) of one parquet / JSONL / JSON file."""
@@ -20,14 +23,18 @@ def read_rows(path):
         try:
             import pyarrow.parquet as pq
         except ImportError as e:
-            raise RuntimeError(f"{path}: reading parquet needs pyarrow ({e})") from e
-        return pq.read_table(path).to_pylist()
+            raise UserError(f"{path}: reading parquet needs pyarrow, which this Python cannot import ({e}); setup.sh "
+                            "installs it into build/train-pkgs, which kgym puts on the learner's path") from e
+        try:
+            return pq.read_table(path).to_pylist()
+        except Exception as e:  # pyarrow's errors: not parquet, truncated, unsupported encoding
+            raise UserError(f"{path}: not a parquet file pyarrow can read ({type(e).__name__}: {e})") from e
     rows = []
     with open(path, encoding="utf-8") as f:
         if path.endswith(".json"):
             data = json.load(f)
             if not isinstance(data, list):
-                raise ValueError(f"{path}: a .json data file must hold a list of rows")
+                raise UserError(f"{path}: a .json data file must hold a list of rows")
             return data
         for n, line in enumerate(f, 1):
             if not line.strip():
@@ -35,7 +42,7 @@ def read_rows(path):
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{n}: not JSON ({e.msg})") from e
+                raise UserError(f"{path} line {n}: not JSON ({e.msg})") from e
     return rows
 
 
@@ -44,28 +51,28 @@ def load_conversations(files, messages_key="messages"):
     out = []
     for path in files:
         if not os.path.exists(path):
-            raise FileNotFoundError(f"data file {path!r} does not exist")
+            raise UserError(f"data file {path} does not exist")
         for n, row in enumerate(read_rows(path), 1):
             where = f"{path} row {n}"
-            if not isinstance(row, dict) or messages_key not in row:
-                raise ValueError(f"{where}: no '{messages_key}' field")
+            if not isinstance(row, dict) or row.get(messages_key) is None:  # parquet: a missing cell is null
+                raise UserError(f"{where}: no '{messages_key}' field (data.messages_key)")
             msgs = row[messages_key]
             if isinstance(msgs, str):
                 try:
                     msgs = json.loads(msgs)
                 except json.JSONDecodeError as e:
-                    raise ValueError(f"{where}: '{messages_key}' is a string but not JSON") from e
+                    raise UserError(f"{where}: '{messages_key}' is a string but not JSON") from e
             if not isinstance(msgs, list) or not msgs:
-                raise ValueError(f"{where}: '{messages_key}' must be a non-empty list")
+                raise UserError(f"{where}: '{messages_key}' must be a non-empty list")
             conv = []
             for i, m in enumerate(msgs):
                 if not isinstance(m, dict) or not isinstance(m.get("content"), str) or m.get("role") not in (
                         "system", "user", "assistant"):
-                    raise ValueError(f"{where}: {messages_key}[{i}] needs role system|user|assistant and a string "
+                    raise UserError(f"{where}: {messages_key}[{i}] needs role system|user|assistant and a string "
                                      "content")
                 conv.append({"role": m["role"], "content": m["content"]})
             if not any(m["role"] == "assistant" for m in conv):
-                raise ValueError(f"{where}: no assistant message to learn from")
+                raise UserError(f"{where}: {messages_key} has no assistant message to learn from")
             out.append(conv)
     return out
 
@@ -73,7 +80,7 @@ def load_conversations(files, messages_key="messages"):
 class SftData:
     def __init__(self, conversations, renderer, max_length, truncation, batch_size, seed, shuffle=True):
         if truncation not in ("right", "left", "error"):
-            raise ValueError(f"data.truncation must be right, left or error, got {truncation!r}")
+            raise UserError(f"data.truncation must be right, left or error, got {truncation!r}")
         self.examples = []
         self.truncated = 0
         self.dropped = 0
@@ -81,7 +88,8 @@ class SftData:
             ids, mask = renderer.training_ids(conv)
             if len(ids) > max_length:
                 if truncation == "error":
-                    raise ValueError(f"conversation {k} has {len(ids)} tokens > data.max_length {max_length}")
+                    raise UserError(f"conversation {k + 1} has {len(ids)} tokens > data.max_length {max_length} "
+                                    "(data.truncation: error)")
                 self.truncated += 1
                 ids, mask = (ids[:max_length], mask[:max_length]) if truncation == "right" else (
                     ids[-max_length:], mask[-max_length:])
@@ -90,7 +98,7 @@ class SftData:
                 continue
             self.examples.append((ids, mask))
         if not self.examples:
-            raise ValueError("no training example left (all truncated away or without assistant tokens)")
+            raise UserError("no training example left (all truncated away or without assistant tokens)")
         self.batch_size = min(int(batch_size), len(self.examples))
         self.seed = int(seed)
         self.shuffle = shuffle

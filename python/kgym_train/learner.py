@@ -25,6 +25,7 @@ import torch
 from . import checkpoint
 from .chat import ChatRenderer
 from .distributed import Ranks
+from .errors import UserError
 from .losses import (aggregate, aggregate_norm, dual_clip_token_loss, micro_batches, response_logprobs,
                      risky_tokens)
 from .decoder import view_of
@@ -38,7 +39,7 @@ def pick_device(name):
     if name in (None, "auto"):
         return "cuda" if torch.cuda.is_available() else "cpu"
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"trainer.device={name} but no CUDA device is visible")
+        raise UserError(f"trainer.device={name} but no CUDA device is visible")
     return name
 
 
@@ -51,7 +52,7 @@ def make_optimizer(params, optim):
         return torch.optim.SGD(params, lr=float(optim["lr"]), momentum=float(optim.get("momentum", 0.0)),
                                weight_decay=float(optim["weight_decay"]))
     if name != "adamw":
-        raise ValueError(f"optim.name: {name!r} is not adamw or sgd")
+        raise UserError(f"optim.name: {name!r} is not adamw or sgd")
     betas = tuple(float(b) for b in optim.get("betas", (0.9, 0.999)))
     return torch.optim.AdamW(params, lr=float(optim["lr"]), betas=betas, weight_decay=float(optim["weight_decay"]),
                              eps=float(optim.get("eps", 1e-8)))
@@ -60,7 +61,7 @@ def make_optimizer(params, optim):
 def make_scheduler(optimizer, warmup_steps, total_steps, kind):
     """Linear warmup over `warmup_steps`, then constant or a half-cosine down to 0 at `total_steps`."""
     if kind not in ("cosine", "constant"):
-        raise ValueError(f"lr_scheduler must be cosine or constant, got {kind!r}")
+        raise UserError(f"lr_scheduler must be cosine or constant, got {kind!r}")
 
     def factor(step):
         if warmup_steps > 0 and step < warmup_steps:
@@ -85,6 +86,7 @@ class Learner:
         torch.manual_seed(int(trainer.get("seed", 1)))
         model_cfg = cfg["model"]
         path = model_path or model_cfg.get("path")
+        self.model_source = path
         self.tokenizer = self._tokenizer(model_cfg, path)
         dtype = model_cfg.get("dtype", "fp32")
         if path:
@@ -126,7 +128,7 @@ class Learner:
                 made = train_tokenizer(tok.get("corpus", []), int(tok.get("vocab_size", 4096)), out)
             self.ranks.broadcast(None)  # the others read rank 0's files once written
             return made if self.ranks.is_main else load_tokenizer(out)
-        raise ValueError("no tokenizer: set model.tokenizer or model.path, or tokenizer.train")
+        raise UserError("no tokenizer: set model.tokenizer or model.path, or tokenizer.train")
 
     def max_context(self):
         m = self.policy.model
@@ -134,6 +136,17 @@ class Learner:
         if conf is not None and getattr(conf, "max_position_embeddings", None):
             return int(conf.max_position_embeddings)
         return int(m.cfg["max_position_embeddings"])
+
+    def check_context(self, key, value, longest):
+        """Refuses, before any step, sequences the model has no positions for: the longest is `longest` tokens, as
+        the setting `key` (= `value`) left it."""
+        positions = self.max_context()
+        if longest > positions:
+            where = os.path.join(self.model_source, "config.json") if self.model_source else \
+                "model.init.max_position_embeddings"
+            raise UserError(f"{key} is {value} but the model has {positions} positions ({where}) and the longest "
+                            f"sequence has {longest} tokens: set {key} to {positions} or less, or use a model with "
+                            "longer context")
 
     # ---- several processes: rank 0 relays its operations ----------------------------------------------------------
     RELAYED = ("generate", "logprobs", "ppo_step", "save", "save_weights", "load_weights")

@@ -55,3 +55,8 @@ FIELD_TRUNCATED_ROWS = "truncated_rows"
 
 # The line the server prints on stdout once it listens: "<READY_LINE> port=<port>".
 READY_LINE = "KGYM_LEARNER_READY"
+
+# Bad input or configuration (errors.UserError): its message goes into the file named after ARG_ERROR_FILE and the
+# process exits with EXIT_USER_ERROR, which kgym reports as the user's error (never as an internal one).
+ARG_ERROR_FILE = "--error-file"
+EXIT_USER_ERROR = 3

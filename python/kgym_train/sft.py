@@ -15,6 +15,7 @@ import torch
 
 from . import checkpoint
 from .data import SftData, load_conversations
+from .errors import UserError
 from .learner import Learner
 from .losses import micro_batches, sft_token_losses
 from .metrics import MetricsLog
@@ -27,7 +28,7 @@ def _micro(data, batch, cfg):
     if cfg["batching"] == "packing":
         lengths = [len(data.examples[i][0]) for i in batch]
         return [[batch[k] for k in mb] for mb in micro_batches(lengths, int(cfg["max_tokens_per_micro"]))]
-    raise ValueError(f"data.batching must be padding or packing, got {cfg['batching']!r}")
+    raise UserError(f"data.batching must be padding or packing, got {cfg['batching']!r}")
 
 
 def _my_micro(learner, data, batch, data_cfg):
@@ -91,6 +92,8 @@ def run_sft(cfg):
     if data_cfg.get("val_files"):
         val = SftData(load_conversations(data_cfg["val_files"], data_cfg["messages_key"]), learner.renderer,
                       int(data_cfg["max_length"]), data_cfg["truncation"], 1, 0, False)
+    longest = max(len(ids) for ids, _ in data.examples + (val.examples if val is not None else []))
+    learner.check_context("data.max_length", int(data_cfg["max_length"]), longest)
     per_epoch = data.steps_per_epoch()
     total = int(trainer.get("total_training_steps") or per_epoch * int(trainer["total_epochs"]))
     learner.build_optimizer(optim, int(math.ceil(float(optim["warmup_steps_ratio"]) * total)), total,

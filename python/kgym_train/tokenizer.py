@@ -10,6 +10,8 @@ files under the given paths, with Qwen's ChatML special tokens, deterministicall
 import json
 import os
 
+from .errors import UserError
+
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
 END_OF_TEXT = "<|endoftext|>"
@@ -106,7 +108,7 @@ def corpus_files(paths):
             out.append(p)
             continue
         if not os.path.isdir(p):
-            raise FileNotFoundError(f"tokenizer corpus path {p!r} does not exist")
+            raise UserError(f"tokenizer.corpus: {p} does not exist (paths are relative to the working directory)")
         for root, dirs, files in os.walk(p):
             dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
             out.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(CORPUS_SUFFIXES))
@@ -123,7 +125,7 @@ def train_tokenizer(paths, vocab_size, out_dir=None, extra_texts=()):
             texts.append(f.read())
     texts.extend(extra_texts)
     if not texts:
-        raise ValueError("tokenizer corpus is empty")
+        raise UserError("tokenizer.corpus holds no text file")
     tok = BareTokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
@@ -153,5 +155,5 @@ def load_tokenizer(path):
     from tokenizers import Tokenizer as BareTokenizer
     file = os.path.join(path, "tokenizer.json")
     if not os.path.exists(file):
-        raise FileNotFoundError(f"{path} has no tokenizer.json (and transformers is not importable here)")
+        raise UserError(f"{path} has no tokenizer.json (and transformers is not importable here)")
     return Tokenizer(BareTokenizer.from_file(file), path)

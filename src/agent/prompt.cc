@@ -1,11 +1,10 @@
 #include "agent/prompt.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "agent/builtin_templates.h"
 
 namespace kgym::agent {
 
@@ -21,32 +20,13 @@ Status ReadWhole(const fs::path& p, std::string* out) {
   return Status::Ok();
 }
 
-bool HasTemplates(const fs::path& dir) {
-  std::error_code ec;
-  return fs::exists(dir / "first_turn.txt", ec) && fs::exists(dir / "refinement.txt", ec);
-}
 }  // namespace
 
-std::string FindTemplateDir() {
-  if (const char* env = std::getenv("KGYM_AGENT_TEMPLATES"); env && *env && HasTemplates(env)) return env;
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n > 0) {
-    buf[n] = 0;
-    fs::path exe_dir = fs::path(buf).parent_path();
-    for (const fs::path& cand : {exe_dir / "../share/kgym/agent_templates", exe_dir / "agent_templates"})
-      if (HasTemplates(cand)) return fs::weakly_canonical(cand).string();
+Status PromptTemplates::Load(const std::string& dir, PromptTemplates* out) {
+  if (dir.empty()) {
+    *out = {kBuiltinFirstTurn, kBuiltinExampleRefCode, kBuiltinExampleKernelCode, kBuiltinRefinement};
+    return Status::Ok();
   }
-#ifdef KGYM_AGENT_TEMPLATE_DIR
-  if (HasTemplates(KGYM_AGENT_TEMPLATE_DIR)) return KGYM_AGENT_TEMPLATE_DIR;
-#endif
-  return "";
-}
-
-Status PromptTemplates::Load(const std::string& dir_in, PromptTemplates* out) {
-  std::string dir = dir_in.empty() ? FindTemplateDir() : dir_in;
-  if (dir.empty())
-    return Status::NotFound("agent prompt templates not found; set KGYM_AGENT_TEMPLATES to src/agent/templates");
   fs::path d(dir);
   PromptTemplates t;
   Status s = ReadWhole(d / "first_turn.txt", &t.first_turn);

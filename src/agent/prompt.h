@@ -22,13 +22,9 @@ struct PromptTemplates {
   std::string example_kernel_code;
   std::string refinement;
 
-  // Loads the four files from `dir`. With an empty `dir` the directory is found by FindTemplateDir().
+  // Loads the four files from `dir`; an empty `dir` gives the templates compiled into kgym (src/agent/templates).
   static Status Load(const std::string& dir, PromptTemplates* out);
 };
-
-// Where the templates live: $KGYM_AGENT_TEMPLATES, then share/kgym/agent_templates next to the binary's
-// prefix, then the source tree (KGYM_AGENT_TEMPLATE_DIR compiled in). Empty when none exists.
-std::string FindTemplateDir();
 
 // Replaces every {name} of `vars` in `tmpl` in one left-to-right pass. Unknown {...} text is kept.
 std::string RenderTemplate(const std::string& tmpl, const std::map<std::string, std::string>& vars);

@@ -165,7 +165,9 @@ Status LoadTasks(const std::string& path, std::vector<Task>* out) {
   }
   std::sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.id < b.id; });
   for (size_t i = 1; i < tasks.size(); ++i)
-    if (tasks[i].id == tasks[i - 1].id) return Status::InvalidArgument("duplicate task id " + tasks[i].id);
+    if (tasks[i].id == tasks[i - 1].id)
+      return Status::InvalidArgument("duplicate task id " + tasks[i].id + " in " + path +
+                                     " (kgym data convert keeps one per id and says which)");
   if (tasks.empty()) return Status::NotFound("no tasks found in " + path);
   *out = std::move(tasks);
   return Status::Ok();

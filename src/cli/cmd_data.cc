@@ -7,6 +7,8 @@
 
 #include "agent/dataset_convert.h"
 #include "cli/command_registry.h"
+#include "cli/shared_flags.h"
+#include "run/run_params.h"
 #include "train/sft_data.h"
 
 namespace {
@@ -22,19 +24,22 @@ kgym::cli::CommandRunner SetupData(CLI::App* sub) {
   sub->require_subcommand(1);
   CLI::App* convert = sub->add_subcommand("convert", "convert a dataset into kgym task JSONL");
   convert->add_option("input", a->input, "KernelBench folder, tasks/ folder, .jsonl or Dr.Kernel .parquet")->required();
-  convert->add_option("--out", a->output, "output .jsonl")->required();
-  convert->add_option("--python", a->opt.python, "interpreter with pyarrow (parquet only)")->capture_default_str();
-  convert->add_option("--level", a->opt.level, "set the level of every task");
+  kgym::cli::AddSharedOption(convert, "--out", &a->output, "task JSONL")->required();
+  convert->add_option(
+      "--python", a->opt.python,
+      "interpreter for parquet (default: $KGYM_PYTHON, else /usr/bin/python3, with setup.sh's pyarrow)");
+  convert->add_option("--task-level", a->opt.level, "set the level of every task");
+  kgym::run::AddOldFlag(convert, "--level", "--task-level", &a->opt.level);
   CLI::App* sft = sub->add_subcommand("sft", "SFT conversations (drkernel-coldstart schema) from tasks and solutions");
-  sft->add_option("--tasks", a->sft.tasks, "tasks folder")->required();
+  kgym::cli::AddSharedOption(sft, "--tasks", &a->sft.tasks, "a tasks folder")->required();
   sft->add_option("--solutions", a->sft.solutions, "folder of <task_id>_<kind>.py solutions")->required();
-  sft->add_option("--kinds", a->sft.kinds, "solution kinds, one conversation each (e.g. triton lazy)")
+  kgym::cli::AddSharedOption(sft, "--kinds", &a->sft.kinds, "one conversation each, e.g. triton,lazy")
       ->delimiter(',')
       ->capture_default_str();
-  sft->add_option("--only", a->sft.only, "task ids or substrings to keep")->delimiter(',');
+  kgym::cli::AddSharedOption(sft, "--only", &a->sft.only, "comma-separated")->delimiter(',');
   sft->add_option("--repeat", a->sft.repeat, "write each conversation this many times")->capture_default_str();
-  sft->add_option("--templates", a->sft.templates, "prompt template folder (default: built-in)");
-  sft->add_option("--out", a->output, "output .jsonl")->required();
+  kgym::cli::AddSharedOption(sft, "--templates", &a->sft.templates);
+  kgym::cli::AddSharedOption(sft, "--out", &a->output, "conversations JSONL")->required();
   return [a, convert, sft] {
     if (sft->parsed()) {
       int n = 0, tasks = 0;
@@ -47,13 +52,16 @@ kgym::cli::CommandRunner SetupData(CLI::App* sub) {
       return 0;
     }
     if (!convert->parsed()) return 2;
-    int n = 0;
-    kgym::Status s = kgym::agent::ConvertDataset(a->input, a->output, a->opt, &n);
+    kgym::agent::ConvertReport report;
+    kgym::Status s = kgym::agent::ConvertDataset(a->input, a->output, a->opt, &report);
+    for (const auto& note : report.notes) std::fprintf(stderr, "kgym data convert: %s\n", note.c_str());
     if (!s.ok()) {
       std::fprintf(stderr, "kgym data convert: %s\n", s.ToString().c_str());
       return 2;
     }
-    std::fprintf(stderr, "kgym data convert: %d tasks -> %s\n", n, a->output.c_str());
+    std::fprintf(
+        stderr, "kgym data convert: %d tasks -> %s%s\n", report.written, a->output.c_str(),
+        report.notes.empty() ? "" : (" (" + std::to_string(report.notes.size()) + " repeated ids, above)").c_str());
     return 0;
   };
 }

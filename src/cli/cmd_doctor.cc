@@ -1,14 +1,17 @@
-// `kgym doctor`: which protections the sandbox gets on this machine, and why any is missing.
+// `kgym doctor`: which protections the sandbox gets on this machine, and why any is missing; which Python and which
+// runtime files kgym uses (core/runtime_files.h).
 #include <iostream>
 
 #include "cli/command_registry.h"
+#include "cli/shared_flags.h"
+#include "core/runtime_files.h"
 #include "eval/evaluator.h"
 
 namespace {
 KGYM_REGISTER_COMMAND("doctor", "show which sandbox protections are active here and why any is missing",
                       [](CLI::App* sub) -> kgym::cli::CommandRunner {
                         auto json = std::make_shared<bool>(false);
-                        sub->add_flag("--json", *json, "print the report as JSON");
+                        kgym::cli::AddSharedOption(sub, "--json", json.get(), "the report");
                         return [json]() -> int {
                           std::unique_ptr<kgym::Evaluator> ev;
                           kgym::Status s = kgym::Evaluator::Create({}, &ev);
@@ -17,6 +20,10 @@ KGYM_REGISTER_COMMAND("doctor", "show which sandbox protections are active here 
                             return 1;
                           }
                           auto d = ev->Doctor();
+                          d["runtime"] = {{"python", kgym::PythonInterpreter()},
+                                          {"kgym_harness", kgym::PythonPackageDir("kgym_harness")},
+                                          {"kgym_train", kgym::PythonPackageDir("kgym_train")},
+                                          {"learner_packages", kgym::LearnerPackagesDir()}};
                           if (*json) {
                             std::cout << d.dump(2) << std::endl;
                             return d.contains("error") ? 1 : 0;
@@ -25,6 +32,7 @@ KGYM_REGISTER_COMMAND("doctor", "show which sandbox protections are active here 
                           std::cout << "python " << py.value("python", "?")
                                     << ", preloaded: " << py.value("modules", nlohmann::json::array()).dump() << " in "
                                     << py.value("import_s", 0.0) << " s\n";
+                          for (auto& [k, v] : d["runtime"].items()) std::cout << "runtime " << k << ": " << v << "\n";
                           if (d.contains("error")) {
                             std::cout << "probe worker failed: " << d["error"].get<std::string>() << "\n";
                             return 1;

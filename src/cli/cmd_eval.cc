@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "cli/command_registry.h"
+#include "cli/shared_flags.h"
 #include "eval/evaluator.h"
+#include "run/run_params.h"
 
 namespace {
 
@@ -37,28 +39,33 @@ KGYM_REGISTER_COMMAND(
       auto f = std::make_shared<EvalFlags>();
       sub->add_option("--ref", f->ref, "reference file (class Model, get_inputs, get_init_inputs)")->required();
       sub->add_option("--kernel", f->kernel, "candidate file (class ModelNew)")->required();
-      sub->add_option("--device", f->device, "cpu or cuda (default: cuda when a GPU is visible)")
+      using kgym::cli::AddSharedOption;
+      AddSharedOption(sub, "--device", &f->device, "default: cuda when a GPU is visible")
           ->check(CLI::IsMember({"cpu", "cuda"}));
-      sub->add_option("--gpu", f->device_index, "GPU index when --device cuda");
-      sub->add_option("--backend", f->backend, "how the candidate builds kernels")
-          ->check(CLI::IsMember({"triton", "cuda"}));
-      sub->add_option("--correct-trials", f->correct_trials, "correctness trials")->check(CLI::Range(1, 100));
-      sub->add_option("--perf-trials", f->perf_trials, "timed calls")->check(CLI::Range(1, 10000));
+      AddSharedOption(sub, "--gpus", &f->device_index, "one GPU index, with --device cuda");
+      AddSharedOption(sub, "--backend", &f->backend)->check(CLI::IsMember({"triton", "cuda"}));
+      AddSharedOption(sub, "--num-correct-trials", &f->correct_trials)->check(CLI::Range(1, 100));
+      AddSharedOption(sub, "--num-perf-trials", &f->perf_trials)->check(CLI::Range(1, 10000));
       sub->add_option("--warmup", f->warmup, "untimed warmup calls")->check(CLI::Range(0, 1000));
-      sub->add_option("--timeout", f->timeout, "wall-clock limit in seconds")->check(CLI::Range(1.0, 86400.0));
+      AddSharedOption(sub, "--eval-timeout", &f->timeout)->check(CLI::Range(1.0, 86400.0));
       sub->add_option("--atol", f->atol, "absolute tolerance (fp32)");
       sub->add_option("--rtol", f->rtol, "relative tolerance (fp32)");
       sub->add_option("--memory-limit-gb", f->memory_gb, "host memory limit of the candidate");
-      sub->add_option("--size", f->size, "task size (KGYM_TASK_SIZE seen by the reference), e.g. small");
-      sub->add_option("--reference-backend", f->reference_backend, "pytorch (eager) or torch_compile");
+      AddSharedOption(sub, "--size", &f->size);
+      AddSharedOption(sub, "--reference-backend", &f->reference_backend);
       sub->add_option("--coverage-floor", f->coverage_floor, "GPU time coverage below this is reported (0 disables)")
           ->check(CLI::Range(0.0, 1.0));
       sub->add_option("--task-id", f->task_id, "task id echoed in the result");
       sub->add_flag("--train-mode", f->train, "keep models in training mode");
       sub->add_flag("--no-perf", f->no_perf, "skip timing");
-      sub->add_flag("--compat", f->compat, "KernelGYM status semantics");
+      AddSharedOption(sub, "--compat", &f->compat);
       sub->add_flag("--pretty", f->pretty, "indent the JSON");
-      sub->add_flag("--unsafe-no-sandbox", f->unsafe, "run without the sandbox (trusted code only)");
+      AddSharedOption(sub, "--unsafe-no-sandbox", &f->unsafe);
+      // Old names (issue 35: one name per concept across commands).
+      kgym::run::AddOldFlag(sub, "--gpu", "--gpus", &f->device_index);
+      kgym::run::AddOldFlag(sub, "--correct-trials", "--num-correct-trials", &f->correct_trials);
+      kgym::run::AddOldFlag(sub, "--perf-trials", "--num-perf-trials", &f->perf_trials);
+      kgym::run::AddOldFlag(sub, "--timeout", "--eval-timeout", &f->timeout);
       return [f]() -> int {
         kgym::EvalRequest req;
         if (!ReadFile(f->ref, &req.reference_code)) {

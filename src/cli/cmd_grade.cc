@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/command_registry.h"
+#include "cli/shared_flags.h"
 #include "grade/report.h"
 #include "grade/run_folder.h"
 #include "server/dashboard/dashboard.h"
@@ -95,7 +96,8 @@ KGYM_REGISTER_COMMAND("grade", "grade an agent run (Fast@p by turn, best-of-hist
                       [](CLI::App* sub) -> kgym::cli::CommandRunner {
                         auto a = std::make_shared<GradeArgs>();
                         sub->add_option("run", a->run, "run directory or trajectories .jsonl")->required();
-                        sub->add_option("--out", a->out, "where to write grade.{md,json,html} (default: the run)");
+                        kgym::cli::AddSharedOption(sub, "--out", &a->out,
+                                                   "grade.{md,json,html}; default: the run folder");
                         sub->add_option("--report", a->reports,
                                         "also write a report here: .html/.htm = one self-contained page with plots, "
                                         "anything else = Markdown (repeatable)");

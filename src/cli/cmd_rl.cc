@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/command_registry.h"
+#include "cli/shared_flags.h"
 #include "rl/jsonl_rows.h"
 
 namespace {
@@ -60,7 +61,7 @@ Status Write(const std::string& path, const JsonRows& rows) {
 
 void AddIo(CLI::App* c, RlFlags* f) {
   c->add_option("--in", f->in, "input JSON Lines file ('-' = stdin)");
-  c->add_option("--out", f->out, "output JSON Lines file ('-' = stdout)");
+  kgym::cli::AddSharedOption(c, "--out", &f->out, "JSON Lines; '-' = stdout");
 }
 
 int Run(const RlFlags& f, const std::function<Status(JsonRows*)>& fn) {
@@ -94,7 +95,7 @@ KGYM_REGISTER_COMMAND(
       mrs->add_option("--lower", f->lower, "lower bound of the ratio");
       mrs->add_option("--upper", f->upper, "upper bound of the ratio");
       mrs->add_option("--veto", f->veto, "token veto threshold on pi_train/pi_rollout (<= 0: off)");
-      mrs->add_option("--level", f->level, "geometric | token | turn | turn_geo | sequence");
+      kgym::cli::AddSharedOption(mrs, "--level", &f->level, "geometric | token | turn | turn_geo | sequence");
       mrs->add_option("--veto-scope", f->veto_scope, "turn (code) | trajectory (paper)")
           ->check(CLI::IsMember({"turn", "trajectory"}));
 
@@ -102,10 +103,10 @@ KGYM_REGISTER_COMMAND(
       AddIo(prs, f.get());
       prs->add_option("--threshold", f->threshold, "coverage threshold tau");
       prs->add_option("--factor", f->factor, "soft ramp width s (<= 0: hard threshold)");
-      prs->add_option("--seed", f->seed, "seed of the Bernoulli draws");
+      kgym::cli::AddSharedOption(prs, "--seed", &f->seed, "of the Bernoulli draws");
       prs->add_option("--speedup-threshold", f->speedup_threshold, "also keep rows with speedup >= this (< 0: off)");
       prs->add_option("--round", f->round_decimals, "round coverage to this many decimals first (code: 2; < 0: off)");
-      prs->add_option("--level", f->prs_level, "turn | geometric (needs traj, turn)");
+      kgym::cli::AddSharedOption(prs, "--level", &f->prs_level, "turn | geometric (needs traj, turn)");
 
       CLI::App* flt = sub->add_subcommand("filter", "zero-variance group filter; rows {uid, traj, turn, reward}");
       AddIo(flt, f.get());

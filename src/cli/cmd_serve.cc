@@ -8,6 +8,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/evaluator_flags.h"
+#include "cli/shared_flags.h"
 #include "server/evaluator_factory.h"
 #include "server/http_server.h"
 
@@ -121,27 +122,27 @@ int RunServe(const ServeFlags& f) {
 KGYM_REGISTER_COMMAND(
     "serve", "run the KernelGYM-compatible evaluation server", [](CLI::App* sub) -> kgym::cli::CommandRunner {
       auto f = std::make_shared<ServeFlags>();
-      sub->add_option("--host", f->host, "address to bind (default loopback only)");
-      sub->add_option("--port", f->port, "port (0 = any free port)");
-      sub->add_option("--gpus", f->gpus, "0,1,.. | all | none (CPU workers) | auto");
+      kgym::cli::AddSharedOption(sub, "--host", &f->host);
+      kgym::cli::AddSharedOption(sub, "--port", &f->port);
+      kgym::cli::AddSharedOption(sub, "--gpus", &f->gpus, "0,1,.. | all | none (CPU workers) | auto");
       sub->add_option("--store", f->store, "SQLite store file");
-      sub->add_option("--redis", f->redis, "redis://HOST:PORT/DB: enqueue for `kgym worker` processes");
-      sub->add_option("--redis-prefix", f->prefix, "Redis key prefix");
+      kgym::cli::AddSharedOption(sub, "--redis", &f->redis, "jobs go there for `kgym worker` processes");
+      kgym::cli::AddSharedOption(sub, "--redis-prefix", &f->prefix);
       sub->add_option("--mode", f->mode,
                       "default: KernelGYM's answers on its routes (a request may opt in to kgym's result with "
                       "\"kgym_result\": true); compat: the same without that opt-in")
           ->check(CLI::IsMember({"compat", "default"}));
       sub->add_option("--token-file", f->token_file, "require Authorization: Bearer <first line of this file>");
-      sub->add_option("--slots-per-gpu", f->slots_per_gpu, "evaluations in flight per GPU (timing stays exclusive)");
-      sub->add_option("--cpu-slots", f->cpu_slots, "evaluations in flight on the CPU device");
+      kgym::cli::AddSharedOption(sub, "--slots-per-gpu", &f->slots_per_gpu);
+      kgym::cli::AddSharedOption(sub, "--cpu-slots", &f->cpu_slots);
       sub->add_option("--reference-lookahead", f->lookahead,
                       "threads per device preparing the references of queued jobs ahead of them (0 = none)")
           ->check(CLI::Range(0, 8));
       sub->add_option("--http-threads", f->threads, "connection threads (clients blocked in POST /evaluate)");
       sub->add_option("--result-ttl", f->ttl, "seconds a finished result is kept");
       sub->add_option("--drain-timeout", f->drain_timeout, "seconds SIGTERM waits for running evaluations");
-      sub->add_option("--max-retries", f->max_retries, "retries of infrastructure failures");
-      sub->add_option("--retry-backoff", f->backoff, "first retry delay in seconds (doubles)");
+      kgym::cli::AddSharedOption(sub, "--max-retries", &f->max_retries, "jobs that failed for infrastructure reasons");
+      kgym::cli::AddSharedOption(sub, "--retry-backoff", &f->backoff);
       sub->add_option("--sync", f->sync, "store durability: normal (survives a killed process) or full (power loss)")
           ->check(CLI::IsMember({"normal", "full"}));
       sub->add_option(

@@ -13,12 +13,17 @@
 #include <set>
 
 #include "cli/command_registry.h"
+#include "cli/shared_flags.h"
+#include "run/run_builder.h"
+#include "run/run_params.h"
 #include "skills/evolve.h"
 #include "skills/skill_library.h"
 #include "skills/snapshot_store.h"
 
 namespace {
 using namespace kgym::skills;
+
+constexpr const char* kStepHelp = "the newest snapshot with step <= N (default newest)";
 
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "kgym skills: %s\n", msg.c_str());
@@ -104,39 +109,32 @@ int RunSearch(const std::string& dir, int64_t step, const std::string& query, si
 }
 
 struct EvolveArgs {
-  std::string run_dir, base_url, model, server, tasks, api_key_env = "OPENAI_API_KEY", device = "cpu", size;
-  int summaries = 8, concurrency = 8, retries = 4, num_correct_trials = 5, num_perf_trials = 100;
-  int summary_max_tokens = 2048, verify_max_tokens = 8192, seed = -1;
+  kgym::run::RunSpec spec;
+  std::string run_dir, tasks;
+  int summary_max_tokens = 2048, verify_max_tokens = 8192;
   double summary_temperature = 1.0, trigger_improve = 1.2, trigger_absolute = 1.2, verify_absolute = 1.2;
-  double verify_vs_turn1 = 1.2, near_duplicate = 0.6, timeout = 600, eval_timeout = 600, usage_success = 1.0;
+  double verify_vs_turn1 = 1.2, near_duplicate = 0.6, usage_success = 1.0;
   bool second_task = false, force = false, json = false;
+  EvolveArgs() {
+    spec.gym.request.num_perf_trials = 100;
+    spec.gym.eval_concurrency = 8;
+  }
 };
 
 int RunEvolveCommand(const std::string& dir, int64_t step, const EvolveArgs& a) {
-  namespace agent = kgym::agent;
-  agent::ChatClientOptions co;
-  co.base_url = a.base_url;
-  co.model = a.model;
-  if (const char* key = std::getenv(a.api_key_env.c_str())) co.api_key = key;
-  co.timeout_s = a.timeout;
-  co.max_retries = a.retries;
-  agent::ChatClient llm(co);
-  agent::HttpGymOptions go;
-  go.base_url = a.server;
-  go.max_retries = a.retries;
-  auto gym = agent::MakeHttpGymBackend(go);
-
+  std::unique_ptr<kgym::run::RunParts> parts;
+  if (kgym::Status st = kgym::run::RunParts::Build(a.spec, &parts); !st.ok()) return Fail("evolve: " + st.message());
   EvolveOptions o;
   o.run_dir = a.run_dir;
   o.library_dir = dir;
   o.tasks_path = a.tasks;
   o.step = step;
-  o.summaries_per_task = a.summaries;
+  o.summaries_per_task = a.spec.skills.summaries;
   o.summary_sampling.temperature = a.summary_temperature;
   o.summary_sampling.max_tokens = a.summary_max_tokens;
-  o.summary_sampling.seed = a.seed;
+  o.summary_sampling.seed = a.spec.sampling.seed;
   o.verify_sampling.max_tokens = a.verify_max_tokens;
-  o.verify_sampling.seed = a.seed;
+  o.verify_sampling.seed = a.spec.sampling.seed;
   o.trigger.improve_over_turn1 = a.trigger_improve;
   o.trigger.min_absolute = a.trigger_absolute;
   o.verify.min_absolute = a.verify_absolute;
@@ -144,15 +142,11 @@ int RunEvolveCommand(const std::string& dir, int64_t step, const EvolveArgs& a) 
   o.verify.require_second_task = a.second_task;
   o.flush.near_duplicate_threshold = a.near_duplicate;
   o.usage_success_speedup = a.usage_success;
-  o.concurrency = a.concurrency;
+  o.concurrency = a.spec.gym.eval_concurrency;
   o.force = a.force;
-  o.eval.device = a.device;
-  o.eval.size = a.size;
-  o.eval.num_correct_trials = a.num_correct_trials;
-  o.eval.num_perf_trials = a.num_perf_trials;
-  o.eval.timeout_s = a.eval_timeout;
+  o.eval = a.spec.gym.request;
   nlohmann::json report;
-  kgym::Status st = RunEvolve(o, llm, gym.get(), &report);
+  kgym::Status st = RunEvolve(o, *parts->llm(), parts->gym(), &report);
   if (!st.ok()) return Fail("evolve: " + st.message());
   if (a.json) {
     std::cout << report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -172,6 +166,37 @@ int RunEvolveCommand(const std::string& dir, int64_t step, const EvolveArgs& a) 
   return 0;
 }
 
+// evolve's flags: the run's LLM endpoint, gym and seed (src/run/run_params.h), the summary and verification rules.
+void AddEvolveFlags(CLI::App* evolve, EvolveArgs* e) {
+  using kgym::run::RunGroup;
+  evolve->add_option("run_dir", e->run_dir, "agent run directory (kgym agent --out)")->required();
+  kgym::cli::AddSharedOption(evolve, "--tasks", &e->tasks, "default: the one in the run's config.json");
+  kgym::run::AddRunFlags(evolve, &e->spec, {RunGroup::kLlm, RunGroup::kGym});
+  kgym::run::AddRunFlags(evolve, &e->spec, {"--seed", "--skill-summaries"});
+  for (const char* required : {"--base-url", "--model", "--server"}) evolve->get_option(required)->required();
+  evolve->add_option("--summary-temperature", e->summary_temperature)->capture_default_str();
+  evolve->add_option("--summary-max-tokens", e->summary_max_tokens)->capture_default_str();
+  evolve->add_option("--verify-max-tokens", e->verify_max_tokens, "greedy turn-1 budget")->capture_default_str();
+  evolve->add_option("--trigger-improve", e->trigger_improve, "best >= turn 1 x this")->capture_default_str();
+  evolve->add_option("--trigger-absolute", e->trigger_absolute, "best >= this")->capture_default_str();
+  evolve->add_option("--verify-absolute", e->verify_absolute, "verified speedup >= this")->capture_default_str();
+  evolve->add_option("--verify-vs-turn1", e->verify_vs_turn1, "verified speedup >= turn 1 x this")
+      ->capture_default_str();
+  evolve->add_flag("--second-task", e->second_task, "also require a pass on another task of the run");
+  evolve
+      ->add_option("--near-duplicate", e->near_duplicate,
+                   "drop a new skill whose BM25 similarity to an existing one reaches this (0 = names only)")
+      ->capture_default_str();
+  evolve->add_option("--usage-success", e->usage_success, "a use succeeds when some turn reaches this speedup")
+      ->capture_default_str();
+  evolve->add_flag("--force", e->force, "evolve again from a run that already has evolve.json");
+  // Old names (issue 35: one name per concept across commands).
+  kgym::run::AddOldRunFlag(evolve, "--timeout", "--llm-timeout", &e->spec);
+  kgym::run::AddOldRunFlag(evolve, "--retries", "--max-retries", &e->spec);
+  kgym::run::AddOldRunFlag(evolve, "--concurrency", "--eval-concurrency", &e->spec);
+  kgym::run::AddOldRunFlag(evolve, "--summaries", "--skill-summaries", &e->spec);
+}
+
 KGYM_REGISTER_COMMAND(
     "skills", "manage, search and evolve a skill library (add, list, search, evolve)",
     [](CLI::App* sub) -> kgym::cli::CommandRunner {
@@ -189,54 +214,23 @@ KGYM_REGISTER_COMMAND(
       add->add_option("file", o->file, "JSONL file of skill records")->required();
       CLI::App* list = sub->add_subcommand("list", "list the skills of the newest snapshot (at or below --step)");
       list->add_option("--library", o->dir, "library directory")->required();
-      list->add_option("--step", o->step, "newest snapshot with step <= N");
-      list->add_flag("--json", o->json, "print the records as a JSON array");
+      list->add_option("--step", o->step, kStepHelp);
+      kgym::cli::AddSharedOption(list, "--json", &o->json, "the records, as an array");
       CLI::App* search = sub->add_subcommand("search", "BM25 search (rank_bm25 BM25Okapi scores, score > 0 only)");
       search->add_option("--library", o->dir, "library directory")->required();
       search->add_option("--query", o->query, "query text")->required();
       search->add_option("--top", o->top, "number of results (default 20)");
-      search->add_option("--step", o->step, "newest snapshot with step <= N");
-      search->add_flag("--json", o->json, "print a JSON array of {\"name\", \"score\"} in rank order");
+      search->add_option("--step", o->step, kStepHelp);
+      kgym::cli::AddSharedOption(search, "--json", &o->json, "an array of {\"name\", \"score\"} in rank order");
       auto e = std::make_shared<EvolveArgs>();
       CLI::App* evolve = sub->add_subcommand(
           "evolve",
           "summarise an agent run's best trajectories into skills, verify them on the gym, write the next "
           "snapshot");
-      evolve->add_option("run_dir", e->run_dir, "agent run directory (kgym agent --out)")->required();
       evolve->add_option("--library", o->dir, "library directory")->required();
-      evolve->add_option("--base-url", e->base_url, "OpenAI-compatible base URL")->required();
-      evolve->add_option("--model", e->model, "model name sent to the endpoint")->required();
-      evolve->add_option("--server", e->server, "KernelGYM-compatible gym URL for verification")->required();
-      evolve->add_option("--step", o->step, "extend the newest snapshot with step <= N (default newest)");
-      evolve->add_option("--tasks", e->tasks, "task set (default: the run's config.json)");
-      evolve->add_option("--summaries", e->summaries, "summary samples per triggered task")->capture_default_str();
-      evolve->add_option("--summary-temperature", e->summary_temperature)->capture_default_str();
-      evolve->add_option("--summary-max-tokens", e->summary_max_tokens)->capture_default_str();
-      evolve->add_option("--verify-max-tokens", e->verify_max_tokens, "greedy turn-1 budget")->capture_default_str();
-      evolve->add_option("--trigger-improve", e->trigger_improve, "best >= turn 1 x this")->capture_default_str();
-      evolve->add_option("--trigger-absolute", e->trigger_absolute, "best >= this")->capture_default_str();
-      evolve->add_option("--verify-absolute", e->verify_absolute, "verified speedup >= this")->capture_default_str();
-      evolve->add_option("--verify-vs-turn1", e->verify_vs_turn1, "verified speedup >= turn 1 x this")
-          ->capture_default_str();
-      evolve->add_flag("--second-task", e->second_task, "also require a pass on another task of the run");
-      evolve
-          ->add_option("--near-duplicate", e->near_duplicate,
-                       "drop a new skill whose BM25 similarity to an existing one reaches this (0 = names only)")
-          ->capture_default_str();
-      evolve->add_option("--usage-success", e->usage_success, "a use succeeds when some turn reaches this speedup")
-          ->capture_default_str();
-      evolve->add_option("--device", e->device, "evaluation device")->capture_default_str();
-      evolve->add_option("--size", e->size, "task size passed to the tasks");
-      evolve->add_option("--num-correct-trials", e->num_correct_trials)->capture_default_str();
-      evolve->add_option("--num-perf-trials", e->num_perf_trials)->capture_default_str();
-      evolve->add_option("--eval-timeout", e->eval_timeout, "per evaluation timeout, seconds")->capture_default_str();
-      evolve->add_option("--timeout", e->timeout, "per LLM request timeout, seconds")->capture_default_str();
-      evolve->add_option("--retries", e->retries)->capture_default_str();
-      evolve->add_option("--concurrency", e->concurrency, "LLM calls / evaluations in flight")->capture_default_str();
-      evolve->add_option("--seed", e->seed, "base sampling seed (not sent when < 0)");
-      evolve->add_option("--api-key-env", e->api_key_env)->capture_default_str();
-      evolve->add_flag("--force", e->force, "evolve again from a run that already has evolve.json");
-      evolve->add_flag("--json", e->json, "print the whole report as JSON");
+      evolve->add_option("--step", o->step, kStepHelp);
+      kgym::cli::AddSharedOption(evolve, "--json", &e->json, "the whole report");
+      AddEvolveFlags(evolve, e.get());
       return [=] {
         if (evolve->parsed()) return RunEvolveCommand(o->dir, o->step, *e);
         if (add->parsed()) return RunAdd(o->dir, o->file);

@@ -18,7 +18,9 @@
 #include "agent/task.h"
 #include "cli/command_registry.h"
 #include "cli/evaluator_flags.h"
+#include "cli/shared_flags.h"
 #include "eval/evaluator.h"
+#include "run/run_params.h"
 #include "sched/admission.h"
 #include "sched/admitted_evaluator.h"
 #include "sched/host_memory.h"
@@ -193,22 +195,29 @@ int PrintReport(const SuiteFlags& f, const std::string& device, const std::vecto
 KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task suite and print a table",
                       [](CLI::App* sub) -> kgym::cli::CommandRunner {
                         auto f = std::make_shared<SuiteFlags>();
-                        sub->add_option("--tasks", f->tasks, "suite directory (levelN/ and solutions/levelN/)");
-                        sub->add_option("--device", f->device, "cpu or cuda (default: cuda when a GPU is visible)");
-                        sub->add_option("--gpu", f->device_index, "GPU index");
-                        sub->add_option("--size", f->size, "task size (KGYM_TASK_SIZE), e.g. small");
-                        sub->add_option("--kinds", f->kinds, "comma-separated solution kinds");
-                        sub->add_option("--only", f->only,
-                                        "evaluate only tasks whose name contains this, or is exactly it when some task "
-                                        "has that name (comma-separated list)");
+                        using kgym::cli::AddSharedOption;
+                        AddSharedOption(sub, "--tasks", &f->tasks, "suite directory: levelN/ and solutions/levelN/");
+                        AddSharedOption(sub, "--device", &f->device, "default: cuda when a GPU is visible")
+                            ->check(CLI::IsMember({"cpu", "cuda"}));
+                        AddSharedOption(sub, "--gpus", &f->device_index, "one GPU index, with --device cuda");
+                        AddSharedOption(sub, "--size", &f->size);
+                        AddSharedOption(sub, "--kinds", &f->kinds, "comma-separated");
+                        AddSharedOption(sub, "--only", &f->only,
+                                        "the task whose name is exactly this, else those whose name contains it; "
+                                        "comma-separated");
                         sub->add_option(
                             "--jobs", f->jobs,
                             "at most this many evaluations in flight (timing is still exclusive; --mem-budget "
                             "may allow fewer)");
-                        sub->add_option("--perf-trials", f->perf_trials, "timed calls");
-                        sub->add_option("--correct-trials", f->correct_trials, "correctness trials");
-                        sub->add_option("--timeout", f->timeout, "per-evaluation limit in seconds");
-                        sub->add_option("--out", f->out, "write raw results here (JSON)");
+                        AddSharedOption(sub, "--num-perf-trials", &f->perf_trials);
+                        AddSharedOption(sub, "--num-correct-trials", &f->correct_trials);
+                        AddSharedOption(sub, "--eval-timeout", &f->timeout);
+                        AddSharedOption(sub, "--out", &f->out, "the raw results, JSON");
+                        // Old names (issue 35: one name per concept across commands).
+                        kgym::run::AddOldFlag(sub, "--gpu", "--gpus", &f->device_index);
+                        kgym::run::AddOldFlag(sub, "--perf-trials", "--num-perf-trials", &f->perf_trials);
+                        kgym::run::AddOldFlag(sub, "--correct-trials", "--num-correct-trials", &f->correct_trials);
+                        kgym::run::AddOldFlag(sub, "--timeout", "--eval-timeout", &f->timeout);
                         kgym::cli::AddMemBudgetFlag(sub, &f->mem_budget_gb);
                         return [f]() -> int {
                           const std::string device =

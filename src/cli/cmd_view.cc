@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/command_registry.h"
+#include "cli/shared_flags.h"
 #include "server/dashboard/dashboard.h"
 
 namespace {
@@ -60,8 +61,8 @@ KGYM_REGISTER_COMMAND("view", "open run folders (agent, grade, train) in the das
                       [](CLI::App* sub) -> kgym::cli::CommandRunner {
                         auto f = std::make_shared<ViewFlags>();
                         sub->add_option("runs", f->runs, "run folders, or folders of them")->required();
-                        sub->add_option("--host", f->host, "address to bind (default loopback only)");
-                        sub->add_option("--port", f->port, "port (0 = any free port)");
+                        kgym::cli::AddSharedOption(sub, "--host", &f->host);
+                        kgym::cli::AddSharedOption(sub, "--port", &f->port);
                         return [f] { return RunView(*f); };
                       });
 

@@ -7,6 +7,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/evaluator_flags.h"
+#include "cli/shared_flags.h"
 #include "sched/redis_worker.h"
 #include "server/evaluator_factory.h"
 
@@ -62,15 +63,15 @@ int RunWorker(const WorkerFlags& f) {
 KGYM_REGISTER_COMMAND(
     "worker", "evaluate jobs from a kgym serve --redis API node", [](CLI::App* sub) -> kgym::cli::CommandRunner {
       auto f = std::make_shared<WorkerFlags>();
-      sub->add_option("--redis", f->redis, "redis://HOST:PORT/DB of the API node's queue")->required();
-      sub->add_option("--redis-prefix", f->prefix, "Redis key prefix");
-      sub->add_option("--gpus", f->gpus, "0,1,.. | all | none (CPU) | auto");
+      kgym::cli::AddSharedOption(sub, "--redis", &f->redis, "the API node's")->required();
+      kgym::cli::AddSharedOption(sub, "--redis-prefix", &f->prefix);
+      kgym::cli::AddSharedOption(sub, "--gpus", &f->gpus, "0,1,.. | all | none (CPU) | auto");
       sub->add_option("--worker-id", f->id, "name in leases and logs (default host:pid)");
-      sub->add_option("--slots-per-gpu", f->slots_per_gpu, "evaluations in flight per GPU");
-      sub->add_option("--cpu-slots", f->cpu_slots, "evaluations in flight on the CPU device");
+      kgym::cli::AddSharedOption(sub, "--slots-per-gpu", &f->slots_per_gpu);
+      kgym::cli::AddSharedOption(sub, "--cpu-slots", &f->cpu_slots);
       sub->add_option("--lease", f->lease, "seconds without a heartbeat before a job is given to another worker");
-      sub->add_option("--max-retries", f->max_retries, "retries of infrastructure failures");
-      sub->add_option("--retry-backoff", f->backoff, "first retry delay in seconds (doubles)");
+      kgym::cli::AddSharedOption(sub, "--max-retries", &f->max_retries, "jobs that failed for infrastructure reasons");
+      kgym::cli::AddSharedOption(sub, "--retry-backoff", &f->backoff);
       kgym::cli::AddEvaluatorFlags(sub, &f->evaluator);
       return [f] { return RunWorker(*f); };
     });

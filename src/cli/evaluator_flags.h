@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/shared_flags.h"
 #include "server/evaluator_factory.h"
 
 namespace kgym::cli {
@@ -20,7 +21,7 @@ inline void AddEvaluatorFlags(CLI::App* sub, EvaluatorChoice* c) {
       ->check(CLI::IsMember({"real", "simulated"}));
   sub->add_option("--sim-sleep", c->sim_sleep_s, "simulated evaluation time in seconds");
   sub->add_option("--sim-journal", c->sim_journal, "simulated evaluator: append start/end lines here");
-  sub->add_flag("--unsafe-no-sandbox", c->unsafe_no_sandbox, "evaluate without the sandbox");
+  AddSharedOption(sub, "--unsafe-no-sandbox", &c->unsafe_no_sandbox);
   AddMemBudgetFlag(sub, &c->mem_budget_gb);
   sub->add_option("--spare-workers", c->spare_workers,
                   "candidate workers per sandbox policy kept started ahead of need (0 = none)")

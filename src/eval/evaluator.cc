@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/runtime_files.h"
 #include "eval/candidate_run.h"
 #include "eval/extension_cache.h"
 #include "eval/lent_buffers.h"
@@ -65,7 +66,7 @@ class EvaluatorImpl : public Evaluator, public WorkerSource {
 
   Status Init() {
     ZygoteOptions z;
-    z.python = opt_.python.empty() ? DefaultPython() : opt_.python;
+    z.python = PythonInterpreter(opt_.python);
     z.harness_path = opt_.harness_path;
     if (!opt_.cupti_library.empty()) z.extra_env["KGYM_CUPTI_LIB"] = opt_.cupti_library;
     return Zygote::Start(z, &zygote_);
@@ -285,22 +286,10 @@ std::string FindCuptiLibrary(const std::string& given) {
 
 Status Evaluator::Create(const EvaluatorOptions& options, std::unique_ptr<Evaluator>* out) {
   EvaluatorOptions o = options;
-  if (o.harness_path.empty()) {
-    if (const char* p = std::getenv("KGYM_HARNESS_PATH"); p && *p) o.harness_path = p;
-  }
-  if (o.harness_path.empty()) {
-    // Installed layout: <prefix>/bin/kgym and <prefix>/share/kgym/python; build layout: the source tree.
-    std::error_code ec;
-    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
-    for (auto cand : {exe / "../share/kgym/python", exe / "../../../python", exe / "../../python",
-                      std::filesystem::path(KGYM_SOURCE_PYTHON_DIR)}) {
-      if (std::filesystem::exists(cand / "kgym_harness" / "worker.py", ec)) {
-        o.harness_path = std::filesystem::weakly_canonical(cand, ec).string();
-        break;
-      }
-    }
-  }
-  if (o.harness_path.empty()) return Status::NotFound("cannot find the kgym_harness package (set KGYM_HARNESS_PATH)");
+  if (o.harness_path.empty()) o.harness_path = PythonPackageDir("kgym_harness");
+  if (o.harness_path.empty())
+    return Status::NotFound("cannot find the kgym_harness package (looked in " +
+                            RuntimeSearchDescription("kgym_harness") + ")");
   o.cupti_library = FindCuptiLibrary(o.cupti_library);
   if (o.reference_cache_bytes == 0) o.reference_cache_bytes = size_t{8} << 30;
   auto impl = std::make_unique<EvaluatorImpl>(o);

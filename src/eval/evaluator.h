@@ -26,8 +26,8 @@ namespace kgym {
 struct AdmissionStats;  // sched/admission.h
 
 struct EvaluatorOptions {
-  std::string python;        // interpreter with torch; "" = $KGYM_PYTHON or /usr/bin/python3
-  std::string harness_path;  // directory holding the kgym_harness package; "" = found next to the binary
+  std::string python;        // interpreter with torch; "" = PythonInterpreter() (core/runtime_files.h)
+  std::string harness_path;  // directory holding the kgym_harness package; "" = PythonPackageDir()
   std::string scratch_root;  // where per-evaluation scratch dirs are made; "" = $TMPDIR/kgym-scratch
   // Build cache of CUDA-backend candidates, one directory per source hash (eval/extension_cache.h);
   // "" = <$TMPDIR or /tmp>/kgym-ext-cache.

@@ -40,12 +40,6 @@ Status SendWithFds(int sock, const std::string& msg, const std::vector<int>& fds
 }
 }  // namespace
 
-std::string DefaultPython() {
-  if (const char* p = std::getenv("KGYM_PYTHON"); p && *p) return p;
-  if (::access("/usr/bin/python3", X_OK) == 0) return "/usr/bin/python3";
-  return "python3";
-}
-
 Status Zygote::Start(const ZygoteOptions& options, std::unique_ptr<Zygote>* out) {
   std::unique_ptr<Zygote> z(new Zygote());
   z->options_ = options;
@@ -101,7 +95,7 @@ Status Zygote::Launch() {
     ::waitpid(pid_, nullptr, 0);
     ::close(ctl_fd_);
     return Status::Unavailable("the zygote (" + py + " -m kgym_harness.zygote) did not start: is torch importable by " +
-                               py + "? (set KGYM_PYTHON)");
+                               py + "? (set KGYM_PYTHON to an interpreter that has torch)");
   }
   hello_ = nlohmann::json::parse(std::string(buf, n), nullptr, false);
   dead_ = false;

@@ -73,7 +73,4 @@ class Zygote {
   std::mutex send_mu_;
 };
 
-// The interpreter to use: $KGYM_PYTHON, else /usr/bin/python3 when it exists, else python3 on PATH.
-std::string DefaultPython();
-
 }  // namespace kgym

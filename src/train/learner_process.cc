@@ -17,6 +17,7 @@ extern char** environ;
 #include <sstream>
 
 #include "agent/http_util.h"
+#include "core/runtime_files.h"
 #include "train/learner_protocol.h"
 
 namespace kgym::train {
@@ -31,24 +32,29 @@ std::string Tail(const std::string& path, size_t max_bytes = 4000) {
   return s.size() > max_bytes ? "..." + s.substr(s.size() - max_bytes) : s;
 }
 
-std::string Exe() {
-  std::error_code ec;
-  return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().string();
+// Where the learner explains a stop on bad input (learner_protocol.h, kArgErrorFile): beside the run's config.
+std::string ErrorFile(const LearnerLaunch& l) {
+  return (l.config_path.empty() ? std::filesystem::temp_directory_path().string() + "/kgym_train" : l.config_path) +
+         ".error";
 }
 
-// Extra packages installed for the learner by setup.sh (tokenizers, safetensors, pyarrow): $KGYM_TRAIN_PKGS or
-// <build>/train-pkgs next to build/src/cli/kgym. Passed as $KGYM_TRAIN_PKGS, which kgym_train appends to
-// sys.path: an interpreter's own packages win (a newer transformers needs its own newer tokenizers).
-std::string TrainPackages() {
-  if (const char* p = std::getenv("KGYM_TRAIN_PKGS"); p && *p) return p;
-  std::error_code ec;
-  auto cand = std::filesystem::path(Exe()) / "../../train-pkgs";
-  return std::filesystem::exists(cand, ec) ? std::filesystem::weakly_canonical(cand, ec).string() : "";
+// The learner's own message when it stopped on bad input: its error file written (under torchrun the launcher's
+// exit code replaces the rank's kExitUserError, so the file decides), or kExitUserError alone.
+Status UserErrorOf(int wait_status, const std::string& error_file) {
+  std::ifstream in(error_file);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string msg = buf.str();
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  const bool flagged = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == protocol::kExitUserError;
+  if (msg.empty() && !flagged) return Status::Ok();
+  return Status::InvalidArgument(msg.empty() ? "the learner refused its input (see the messages above)" : msg);
 }
 
 std::vector<std::string> Argv(const LearnerLaunch& l, const std::string& python) {
-  std::vector<std::string> a = {"serve",  "--config", l.config_path, "--host", l.host, "--port", std::to_string(l.port),
-                                "--name", l.name};
+  std::vector<std::string> a = {protocol::kArgErrorFile, ErrorFile(l), "serve", "--config",
+                                l.config_path,           "--host",     l.host,  "--port",
+                                std::to_string(l.port),  "--name",     l.name};
   if (!l.model.empty()) a.insert(a.end(), {"--model", l.model});
   if (!l.resume.empty()) a.insert(a.end(), {"--resume", l.resume});
   if (l.train) a.push_back("--train");
@@ -61,7 +67,7 @@ std::vector<std::string> Argv(const LearnerLaunch& l, const std::string& python)
 std::vector<std::string> ChildEnv(const std::string& pythonpath, const std::vector<int>& devices) {
   std::vector<std::string> base;
   for (char** e = environ; *e; ++e) base.emplace_back(*e);
-  return LearnerEnvironment(base, pythonpath, TrainPackages(), devices);
+  return LearnerEnvironment(base, pythonpath, LearnerPackagesDir(), devices);
 }
 
 std::vector<char*> Pointers(std::vector<std::string>& v) {
@@ -132,40 +138,29 @@ std::vector<std::string> LearnerEnvironment(const std::vector<std::string>& base
   return env;
 }
 
-std::string FindLearnerPythonPath() {
-  for (const char* var : {"KGYM_TRAIN_PATH", "KGYM_HARNESS_PATH"})
-    if (const char* p = std::getenv(var); p && *p && std::filesystem::exists(std::filesystem::path(p) / "kgym_train"))
-      return p;
-  std::error_code ec;
-  const std::filesystem::path exe = Exe();
-  for (auto cand : {exe / "../share/kgym/python", exe / "../../../python", exe / "../../python",
-                    std::filesystem::path(KGYM_SOURCE_PYTHON_DIR)})
-    if (std::filesystem::exists(cand / "kgym_train" / "__main__.py", ec))
-      return std::filesystem::weakly_canonical(cand, ec).string();
-  return "";
-}
-
-std::string LearnerInterpreter(const std::string& configured) {
-  if (!configured.empty()) return configured;
-  const char* p = std::getenv("KGYM_PYTHON");
-  return p && *p ? p : "python3";
-}
-
 Status LearnerPythonPath(std::string* out) {
-  const std::string pkg = FindLearnerPythonPath();
-  if (pkg.empty()) return Status::NotFound("cannot find the kgym_train package (set KGYM_TRAIN_PATH)");
+  const std::string pkg = PythonPackageDir("kgym_train");
+  if (pkg.empty())
+    return Status::NotFound("cannot find the kgym_train package (looked in " + RuntimeSearchDescription("kgym_train") +
+                            ")");
   std::string path = pkg;
   if (const char* p = std::getenv("PYTHONPATH"); p && *p) path += std::string(":") + p;
   *out = path;
   return Status::Ok();
 }
 
-Status RunLearnerCommand(const std::string& python, const std::vector<std::string>& args,
+Status RunLearnerCommand(const std::string& configured_python, const std::vector<std::string>& args,
                          const LearnerLaunch& placement) {
+  const std::string python = PythonInterpreter(configured_python);
   std::string pythonpath;
   Status s = LearnerPythonPath(&pythonpath);
   if (!s.ok()) return s;
-  std::vector<std::string> argv_s = LearnerCommand(python, placement.nproc_per_node, args);
+  const std::string error_file = ErrorFile(placement);
+  std::error_code ec;
+  std::filesystem::remove(error_file, ec);
+  std::vector<std::string> module_args = {protocol::kArgErrorFile, error_file};
+  module_args.insert(module_args.end(), args.begin(), args.end());
+  std::vector<std::string> argv_s = LearnerCommand(python, placement.nproc_per_node, module_args);
   std::vector<std::string> env_s = ChildEnv(pythonpath, placement.devices);
   std::vector<char*> argv = Pointers(argv_s), envp = Pointers(env_s);
   const pid_t parent = getpid();
@@ -181,6 +176,7 @@ Status RunLearnerCommand(const std::string& python, const std::vector<std::strin
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
+  if (Status u = UserErrorOf(status, error_file); !u.ok()) return u;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
     return Status::NotFound("cannot run " + python + " -m kgym_train (interpreter missing?)");
   return Status::Internal(python + " -m kgym_train " + (args.empty() ? "" : args[0]) + " failed (" +
@@ -192,10 +188,12 @@ Status RunLearnerCommand(const std::string& python, const std::vector<std::strin
 LearnerProcess::~LearnerProcess() { Stop(); }
 
 Status LearnerProcess::Start(const LearnerLaunch& l) {
-  const std::string python = LearnerInterpreter(l.python);
+  const std::string python = PythonInterpreter(l.python);
   std::string pythonpath;
   if (Status s = LearnerPythonPath(&pythonpath); !s.ok()) return s;
   log_path_ = l.log_path;
+  std::error_code ec;
+  std::filesystem::remove(ErrorFile(l), ec);
   int log_fd = open(l.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return Status::IOError("cannot open the learner log " + l.log_path);
   int pipefd[2];
@@ -232,6 +230,7 @@ Status LearnerProcess::Start(const LearnerLaunch& l) {
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
       close(log_fd);
+      if (Status u = UserErrorOf(status, ErrorFile(l)); !u.ok()) return u;
       return Status::Internal("the learner exited during startup (" + python + " -m kgym_train serve); its log " +
                               l.log_path + " ends with:\n" + Tail(l.log_path));
     }

@@ -22,7 +22,7 @@
 namespace kgym::train {
 
 struct LearnerLaunch {
-  std::string python;           // interpreter; empty = $KGYM_PYTHON, else python3
+  std::string python;           // interpreter; empty = PythonInterpreter() (core/runtime_files.h)
   std::string config_path;      // the resolved config (JSON) the learner reads
   std::string model;            // --model: a checkpoint folder to serve instead of the config's model
   std::string resume;           // --resume: a training checkpoint (weights, optimizer, RNG)
@@ -53,15 +53,10 @@ std::vector<std::string> LearnerCommand(const std::string& python, int nproc_per
 std::vector<std::string> LearnerEnvironment(const std::vector<std::string>& base, const std::string& pythonpath,
                                             const std::string& train_pkgs, const std::vector<int>& devices);
 
-// Where python/kgym_train lives: $KGYM_TRAIN_PATH, $KGYM_HARNESS_PATH, the installed or build layout next to the
-// binary, then the source tree. Empty when none holds kgym_train.
-std::string FindLearnerPythonPath();
-
-// The interpreter to run the learner with: `configured`, else $KGYM_PYTHON, else python3.
-std::string LearnerInterpreter(const std::string& configured);
-
-// Runs `python -m kgym_train ARGS...` in the foreground (its output goes where kgym's goes) and waits for it;
-// `placement` (nproc_per_node, devices) as in Start().
+// Runs `python -m kgym_train ARGS...` (python: PythonInterpreter(`python`)) in the foreground (its output goes where
+// kgym's goes) and waits for it; `placement` (nproc_per_node, devices) as in Start(). A learner that stops on bad input
+// (learner_protocol.h, kExitUserError) gives InvalidArgument with its message; Start() does the same for a learner that
+// stops so during startup (its error file is <config_path>.error).
 Status RunLearnerCommand(const std::string& python, const std::vector<std::string>& args,
                          const LearnerLaunch& placement = {});
 

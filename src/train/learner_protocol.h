@@ -38,4 +38,10 @@ inline constexpr char kFieldTruncatedRows[] = "truncated_rows";
 // The line the learner prints on stdout once it listens: "<kReadyLine> port=<port>".
 inline constexpr char kReadyLine[] = "KGYM_LEARNER_READY";
 
+// A learner that stops on bad input or configuration (a data file's row and field, a model too short for
+// data.max_length) writes one message saying so into the file named after kArgErrorFile (`python -m kgym_train
+// --error-file F sft ...`) and exits with kExitUserError: kgym reports it as the user's error, not as a crash.
+inline constexpr char kArgErrorFile[] = "--error-file";
+inline constexpr int kExitUserError = 3;
+
 }  // namespace kgym::train::protocol

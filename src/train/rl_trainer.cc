@@ -6,12 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/reward_bridge.h"
 #include "agent/run_dir.h"
 #include "grade/metrics.h"
 #include "skills/evolve.h"
-#include "skills/skill_selector.h"
-#include "skills/snapshot_store.h"
 #include "train/learner_protocol.h"
 #include "train/rl_step.h"
 #include "train/rollouts.h"
@@ -75,30 +72,9 @@ void StripTokens(const std::string& dir) {
 }  // namespace
 
 agent::TurnLoopConfig RlTrainer::LoopConfig(bool validation, int64_t step) const {
-  const auto& ro = cfg_["rollout"];
-  const auto& src = validation ? ro["val"] : ro;
-  agent::TurnLoopConfig loop;
-  loop.turns = src["max_turns"].get<int>();
-  loop.sampling.temperature = src["temperature"].get<double>();
-  loop.sampling.top_p = src["top_p"].get<double>();
-  loop.sampling.max_tokens = ro["response_length"].get<int>();
-  loop.sampling.extra = {{"top_k", ro["top_k"].get<int>()}};
-  loop.sampling.logprobs = !validation;
-  loop.sampling.return_token_ids = !validation;
-  loop.eval = EvalTemplate(cfg_["gym"]);
-  loop.rerun_above_speedup = cfg_["reward"]["rerun_above_speedup"].get<double>();
-  loop.model = policy_ ? policy_->options().model : "";
-  loop.run_id = fs::path(out_dir_).filename().string() + (validation ? "-val" : "-train") + std::to_string(step);
-  return loop;
-}
-
-agent::TurnLoopDeps RlTrainer::Deps() const {
-  agent::TurnLoopDeps d;
-  d.llm = policy_.get();
-  d.eval = shared_gym_ ? static_cast<agent::EvalBackend*>(shared_gym_.get()) : gym_.get();
-  d.reward = reward_;
-  d.templates = &templates_;
-  return d;
+  run::RunSpec spec = validation ? val_spec_ : spec_;
+  spec.loop.run_id = fs::path(out_dir_).filename().string() + (validation ? "-val" : "-train") + std::to_string(step);
+  return run::LoopConfig(spec);
 }
 
 Status RlTrainer::Setup() {
@@ -107,11 +83,9 @@ Status RlTrainer::Setup() {
   fs::create_directories(out_dir_, ec);
   Status s = WriteJson(out_dir_ + "/config.json", cfg_);
   if (s.ok()) s = LoadTaskSet(cfg_["data"]["train_files"], cfg_["data"]["only"], &train_tasks_);
-  if (!s.ok()) return s;
-  if (!cfg_["data"]["val_files"].empty()) {
+  if (s.ok() && !cfg_["data"]["val_files"].empty())
     s = LoadTaskSet(cfg_["data"]["val_files"], cfg_["data"]["val_only"], &val_tasks_);
-    if (!s.ok()) return s;
-  }
+  if (!s.ok()) return s;
   const int64_t batch = cfg_["data"]["train_batch_size"].get<int64_t>();
   if (batch < 1 || batch > static_cast<int64_t>(train_tasks_.size()))
     return Status::InvalidArgument("data.train_batch_size is " + std::to_string(batch) + " but there are " +
@@ -124,17 +98,17 @@ Status RlTrainer::Setup() {
     if (!s.ok()) return s;
     have_known_ = true;
   }
-  s = agent::PromptTemplates::Load("", &templates_);
-  if (s.ok())
-    s = agent::MakeRewardFn(cfg_["reward"]["reward_func_name"].get<std::string>(),
-                            cfg_["reward"]["coverage_reward"].get<bool>(), &reward_);
-  if (s.ok()) s = MakeGym(cfg_["gym"], &gym_);
-  if (!s.ok()) return s;
   const std::string cache = cfg_["gym"]["cache"].get<std::string>();
   if (cache != "off" && cache != "step" && cache != "run")
     return Status::InvalidArgument("gym.cache must be step, run or off");
+  s = RlRunSpecs(cfg_, &spec_, &val_spec_);
+  if (s.ok()) s = run::MakeGym(spec_.gym, spec_.llm, &gym_);
+  if (!s.ok()) return s;
   if (cache != "off") shared_gym_ = std::make_unique<SharedEvalBackend>(gym_.get());
-  return Status::Ok();
+  run::RunSpec without_skills = spec_;  // the skills need the policy's endpoint: loaded per step
+  without_skills.skills.library.clear();
+  return run::RunParts::Build(without_skills, &parts_,
+                              shared_gym_ ? static_cast<agent::EvalBackend*>(shared_gym_.get()) : gym_.get());
 }
 
 Status RlTrainer::StartEngines(const std::string& resume) {
@@ -152,25 +126,23 @@ Status RlTrainer::StartEngines(const std::string& resume) {
   Status s = LearnerPlacement(cfg_["trainer"], &l);
   if (s.ok()) s = learner_.Start(l);
   if (!s.ok()) return s;
-  agent::ChatClientOptions co;
-  co.timeout_s = 3600;
-  co.max_retries = 2;
   const auto& ro = cfg_["rollout"];
   if (ro["engine"] == "external") {
     if (!ro["external_url"].is_string())
       return Status::InvalidArgument("rollout.engine=external needs rollout.external_url");
-    co.base_url = ro["external_url"].get<std::string>();
-    co.model = ro["external_model"].is_string() ? ro["external_model"].get<std::string>() : "kgym-policy";
-    engine_url_ = co.base_url;
+    spec_.llm.base_url = ro["external_url"].get<std::string>();
+    spec_.llm.model = ro["external_model"].is_string() ? ro["external_model"].get<std::string>() : "kgym-policy";
+    engine_url_ = spec_.llm.base_url;
     if (engine_url_.size() >= 3 && engine_url_.compare(engine_url_.size() - 3, 3, "/v1") == 0)
       engine_url_.resize(engine_url_.size() - 3);
   } else if (ro["engine"] == "local") {
-    co.base_url = learner_.base_url() + "/v1";
-    co.model = "kgym-policy";
+    spec_.llm.base_url = learner_.base_url() + "/v1";
+    spec_.llm.model = "kgym-policy";
   } else {
     return Status::InvalidArgument("rollout.engine must be local or external");
   }
-  policy_ = std::make_unique<agent::ChatClient>(co);
+  val_spec_.llm = spec_.llm;
+  parts_->SetLlm(spec_.llm);
   return engine_url_.empty() ? Status::Ok() : PushWeights(0);
 }
 
@@ -234,28 +206,19 @@ Status RlTrainer::Step(int64_t step) {
   RolloutRun run;
   std::vector<std::string> ids;
   for (size_t i : sampler.Step(step - 1)) run.tasks.push_back(train_tasks_[i]), ids.push_back(train_tasks_[i].id);
-  const auto& ro = cfg_["rollout"];
-  run.samples = ro["n"].get<int>();
+  run.samples = spec_.loop.samples;
   run.loop = LoopConfig(false, step);
-  run.lockstep = ro["layout"] == "lockstep";
-  run.llm_concurrency = ro["llm_concurrency"].get<int>();
-  run.eval_concurrency = cfg_["gym"]["eval_concurrency"].get<int>();
+  run.lockstep = spec_.loop.layout == "lockstep";
+  run.llm_concurrency = spec_.loop.llm_concurrency;
+  run.eval_concurrency = spec_.gym.eval_concurrency;
   run.out_dir = out_dir_ + "/rollouts/step_" + std::to_string(step);
   if (shared_gym_ && cfg_["gym"]["cache"] == "step") shared_gym_->Clear();
-  agent::TurnLoopDeps deps = Deps();
-  std::unique_ptr<skills::SkillSelector> selector;
-  if (ro["skills"].is_string()) {  // daVinci's schemes, from the newest snapshot
-    skills::LoadedSnapshot snap;
-    Status ls = skills::LoadSnapshot(ro["skills"].get<std::string>(), -1, &snap);
+  const bool skills = !spec_.skills.library.empty();  // daVinci's schemes, from the newest snapshot
+  if (skills) {
+    Status ls = parts_->LoadSkills(spec_);
     if (!ls.ok()) return ls;
-    skills::SkillSelectorOptions so;
-    so.selections = ro["skill_selections"].get<int>();
-    so.sampling.max_tokens = std::min(so.sampling.max_tokens, ro["response_length"].get<int>());
-    so.library_step = snap.step;
-    selector = std::make_unique<skills::SkillSelector>(
-        std::make_shared<const skills::SkillLibrary>(std::move(snap.skills)), policy_.get(), so);
-    deps.first_turn_rewriter = selector->AsRewriter();
   }
+  const agent::TurnLoopDeps deps = parts_->Deps();
   nlohmann::json before, after;
   (void)learner_.Call(P::kPathHealth, nullptr, &before, 30);
 
@@ -315,7 +278,7 @@ Status RlTrainer::Step(int64_t step) {
   m["perf/gym_evals"] = evals;
   m["perf/gym_shared"] = shared_gym_ ? shared_gym_->shared() : 0;
   m["perf/gym_evals_per_s"] = rollout_s - gen_s > 0 ? evals / (rollout_s - gen_s) : 0.0;
-  if (selector) {
+  if (skills) {
     const auto t_skills = Clock::now();
     s = EvolveSkills(step, run.out_dir, run.tasks, &m);
     if (!s.ok()) return s;
@@ -345,16 +308,16 @@ Status RlTrainer::EvolveSkills(int64_t step, const std::string& run_dir, const s
   }
   skills::EvolveOptions o;
   o.run_dir = run_dir;
-  o.library_dir = cfg_["rollout"]["skills"].get<std::string>();
+  o.library_dir = spec_.skills.library;
   o.tasks_path = tasks_path;
-  o.summaries_per_task = cfg_["rollout"]["skill_summaries"].get<int>();
-  o.summary_sampling.max_tokens = std::min(2048, cfg_["rollout"]["response_length"].get<int>());
-  o.verify_sampling.max_tokens = cfg_["rollout"]["response_length"].get<int>();
-  o.eval = EvalTemplate(cfg_["gym"]);
-  o.concurrency = cfg_["gym"]["eval_concurrency"].get<int>();
+  o.summaries_per_task = spec_.skills.summaries;
+  o.summary_sampling.max_tokens = std::min(2048, spec_.sampling.max_tokens);
+  o.verify_sampling.max_tokens = spec_.sampling.max_tokens;
+  o.eval = spec_.gym.request;
+  o.concurrency = spec_.gym.eval_concurrency;
   o.seed = static_cast<uint64_t>(step);
   nlohmann::json report;
-  Status s = skills::RunEvolve(o, *policy_, Deps().eval, &report);
+  Status s = skills::RunEvolve(o, *parts_->llm(), parts_->gym(), &report);
   if (!s.ok()) return s;
   (*metrics)["skills/library_size"] = report.value("skills", 0);
   (*metrics)["skills/added"] = report.contains("added") ? report["added"].size() : 0;
@@ -366,15 +329,17 @@ Status RlTrainer::EvolveSkills(int64_t step, const std::string& run_dir, const s
 Status RlTrainer::Validate(int64_t step) {
   RolloutRun run;
   run.tasks = val_tasks_;
-  run.samples = cfg_["rollout"]["val"]["n"].get<int>();
+  run.samples = val_spec_.loop.samples;
   run.loop = LoopConfig(true, step);
-  run.lockstep = cfg_["rollout"]["layout"] == "lockstep";
-  run.llm_concurrency = cfg_["rollout"]["llm_concurrency"].get<int>();
-  run.eval_concurrency = cfg_["gym"]["eval_concurrency"].get<int>();
+  run.lockstep = val_spec_.loop.layout == "lockstep";
+  run.llm_concurrency = val_spec_.loop.llm_concurrency;
+  run.eval_concurrency = val_spec_.gym.eval_concurrency;
   run.out_dir = out_dir_ + "/val/step_" + std::to_string(step);
   const auto t0 = Clock::now();
+  agent::TurnLoopDeps deps = parts_->Deps();
+  deps.first_turn_rewriter = nullptr;  // validation runs without the skills, as before training
   std::vector<nlohmann::json> records;
-  Status s = RunRollouts(run, Deps(), &records);
+  Status s = RunRollouts(run, deps, &records);
   if (!s.ok()) return s;
   s = WriteJson(run.out_dir + "/grade.json", grade::Grade(records));
   if (!s.ok()) return s;

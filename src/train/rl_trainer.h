@@ -23,6 +23,7 @@
 #include "agent/task.h"
 #include "agent/turn_loop.h"
 #include "core/status.h"
+#include "run/run_builder.h"
 #include "train/eval_cache.h"
 #include "train/learner_process.h"
 #include "train/rollout_metrics.h"
@@ -47,19 +48,17 @@ class RlTrainer {
   Status LearnerLogprobs(const TrainBatch& batch, std::vector<std::vector<double>>* out, double* seconds);
   Status WriteMetrics(int64_t step, const nlohmann::json& metrics);
   agent::TurnLoopConfig LoopConfig(bool validation, int64_t step) const;
-  agent::TurnLoopDeps Deps() const;
 
   nlohmann::json cfg_;
   std::string out_dir_;
   std::vector<agent::Task> train_tasks_, val_tasks_;
   KnownSolutions known_;
   bool have_known_ = false;
-  agent::PromptTemplates templates_;
-  agent::RewardFn reward_;
+  run::RunSpec spec_, val_spec_;  // the rollouts' and validation's parameters (rollouts.h: RlRunSpecs)
   std::unique_ptr<agent::EvalBackend> gym_;
   std::unique_ptr<SharedEvalBackend> shared_gym_;
+  std::unique_ptr<run::RunParts> parts_;  // templates, reward, the policy's client, skills (over shared_gym_/gym_)
   LearnerProcess learner_;
-  std::unique_ptr<agent::ChatClient> policy_;
   std::string engine_url_;  // external engine's root URL ("" = the learner serves)
   nlohmann::json last_generation_ = nlohmann::json::object();
 };

@@ -1,33 +1,44 @@
 #include "train/rollouts.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "agent/run_dir.h"
+#include "run/run_params.h"
 
 namespace kgym::train {
 
-Status MakeGym(const nlohmann::json& gym, std::unique_ptr<agent::EvalBackend>* out) {
-  const auto& server = gym["server"];
-  if (server.is_string() && !server.get<std::string>().empty()) {
-    agent::HttpGymOptions o;
-    o.base_url = server.get<std::string>();
-    *out = agent::MakeHttpGymBackend(o);
-    return Status::Ok();
-  }
-  return agent::MakeInProcessBackend(gym.value("unsafe_no_sandbox", false), false, out);
+Status RlRunSpecs(const nlohmann::json& cfg, run::RunSpec* train, run::RunSpec* val) {
+  run::RunSpec t;
+  Status s = run::ReadRunConfig(cfg, &t);
+  if (!s.ok()) return s;
+  t.sampling.logprobs = t.sampling.token_ids = true;  // MRS compares the engine's log-probs with the learner's
+  t.skills.max_tokens = std::min(t.skills.max_tokens, t.sampling.max_tokens);
+  t.llm.timeout_s = 3600;
+  t.llm.max_retries = 2;
+  run::RunSpec v = t;
+  v.sampling.logprobs = v.sampling.token_ids = false;
+  const nlohmann::json& rv = cfg["rollout"]["val"];
+  v.loop.samples = rv["n"].get<int>();
+  v.loop.turns = rv["max_turns"].get<int>();
+  v.sampling.temperature = rv["temperature"].get<double>();
+  v.sampling.top_p = rv["top_p"].get<double>();
+  *train = std::move(t);
+  *val = std::move(v);
+  return Status::Ok();
 }
 
-EvalRequest EvalTemplate(const nlohmann::json& gym) {
-  EvalRequest r;
-  r.device = gym.value("device", "cuda");
-  r.backend = gym.value("backend", "triton");
-  r.timeout_s = gym.value("timeout", 300.0);
-  if (gym.contains("num_correct_trials")) r.num_correct_trials = gym["num_correct_trials"].get<int>();
-  if (gym.contains("num_perf_trials")) r.num_perf_trials = gym["num_perf_trials"].get<int>();
-  if (gym.contains("size") && gym["size"].is_string()) r.size = gym["size"].get<std::string>();
-  if (gym["reference_backend"].is_string()) r.reference_backend = gym["reference_backend"].get<std::string>();
-  r.unsafe_no_sandbox = gym.value("unsafe_no_sandbox", false);
-  return r;
+Status GradeRunSpec(const nlohmann::json& cfg, run::RunSpec* out) {
+  run::RunSpec g;
+  Status s = run::ReadRunConfig(cfg, &g);
+  if (!s.ok()) return s;
+  g.loop.samples = 1;
+  g.loop.turns = 1;
+  g.sampling.temperature = 0.0;
+  g.sampling.top_p = 1.0;
+  g.llm.timeout_s = 3600;
+  *out = std::move(g);
+  return Status::Ok();
 }
 
 Status LoadTaskSet(const nlohmann::json& files, const nlohmann::json& only, std::vector<agent::Task>* out) {

@@ -1,6 +1,7 @@
-// What `kgym sft` (grading) and `kgym train` (rollouts, validation) share: the gym built from the config's gym
-// section, the policy's endpoint as a chat client, and one call that runs a set of trajectories into a fresh
-// run folder through the agent (agent/agent_runner.h) and returns their records.
+// What `kgym sft` (grading) and `kgym train` (rollouts, validation) share: their run parameters read from the
+// configuration into RunSpecs (run/run_params.h defines which key sets which parameter; run/run_builder.h builds
+// the loop from them), the task sets, and one call that runs a set of trajectories into a fresh run folder through
+// the agent (agent/agent_runner.h) and returns their records.
 #pragma once
 
 #include <memory>
@@ -12,15 +13,17 @@
 #include "agent/eval_backend.h"
 #include "agent/task.h"
 #include "core/status.h"
+#include "run/run_spec.h"
 
 namespace kgym::train {
 
-// kgym's in-process evaluator (sandboxed unless gym.unsafe_no_sandbox) or the KernelGYM-compatible gym.server.
-Status MakeGym(const nlohmann::json& gym, std::unique_ptr<agent::EvalBackend>* out);
+// `kgym train`'s runs: `train` for the rollouts (rollout.*, gym.*, reward.*; log-probs and token ids recorded),
+// `val` for validation (rollout.val.* over the same; nothing recorded). The LLM endpoint is the policy's, set once
+// the learner listens.
+Status RlRunSpecs(const nlohmann::json& cfg, run::RunSpec* train, run::RunSpec* val);
 
-// The evaluation request template of the gym section (device, backend, timeout, size, reference backend; trial
-// counts where the section has them).
-EvalRequest EvalTemplate(const nlohmann::json& gym);
+// `kgym sft`'s grading: gym.* and eval.*, one greedy turn per task, the speedup reward without coverage.
+Status GradeRunSpec(const nlohmann::json& cfg, run::RunSpec* out);
 
 // Tasks from every path of `files` (tasks folders, .py, task JSONL), keeping those whose id equals or contains one
 // of `only` (all when empty). Fails when nothing is left.

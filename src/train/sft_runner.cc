@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "agent/reward_bridge.h"
 #include "grade/metrics.h"
+#include "run/run_builder.h"
 #include "train/learner_process.h"
 #include "train/rollout_metrics.h"
 #include "train/rollouts.h"
@@ -17,6 +17,8 @@ Status GradeModel(const nlohmann::json& cfg, const std::string& model_dir, const
   std::filesystem::create_directories(out_dir);
   RolloutRun run;
   Status s = LoadTaskSet(nlohmann::json::array({ev["tasks"]}), ev["only"], &run.tasks);
+  run::RunSpec spec;
+  if (s.ok()) s = GradeRunSpec(cfg, &spec);
   if (!s.ok()) return s;
   LearnerProcess learner;
   LearnerLaunch l;
@@ -28,38 +30,18 @@ Status GradeModel(const nlohmann::json& cfg, const std::string& model_dir, const
   s = LearnerPlacement(cfg["trainer"], &l);
   if (s.ok()) s = learner.Start(l);
   if (!s.ok()) return s;
-  agent::ChatClientOptions co;
-  co.base_url = learner.base_url() + "/v1";
-  co.model = "kgym-policy";
-  co.timeout_s = 3600;
-  agent::ChatClient policy(co);
-  std::unique_ptr<agent::EvalBackend> gym;
-  s = MakeGym(cfg["gym"], &gym);
-  agent::PromptTemplates templates;
-  if (s.ok()) s = agent::PromptTemplates::Load("", &templates);
-  agent::RewardFn reward;
-  if (s.ok()) s = agent::MakeRewardFn("calculate_reward_speedup", false, &reward);
+  spec.llm.base_url = learner.base_url() + "/v1";
+  spec.llm.model = "kgym-policy";
+  spec.loop.run_id = std::filesystem::path(cfg["trainer"]["out_dir"].get<std::string>()).filename().string() + "-eval";
+  std::unique_ptr<run::RunParts> parts;
+  s = run::RunParts::Build(spec, &parts);
   if (!s.ok()) return s;
-  run.samples = 1;
-  run.loop.turns = 1;
-  run.loop.sampling.temperature = 0.0;
-  run.loop.sampling.top_p = 1.0;
-  run.loop.sampling.max_tokens = ev["max_tokens"].get<int>();
-  run.loop.eval = EvalTemplate(cfg["gym"]);
-  run.loop.eval.num_correct_trials = ev["num_correct_trials"].get<int>();
-  run.loop.eval.num_perf_trials = ev["num_perf_trials"].get<int>();
-  if (ev["size"].is_string()) run.loop.eval.size = ev["size"].get<std::string>();
-  run.loop.model = co.model;
-  run.loop.run_id = std::filesystem::path(cfg["trainer"]["out_dir"].get<std::string>()).filename().string() + "-eval";
-  run.eval_concurrency = cfg["gym"]["eval_concurrency"].get<int>();
+  run.samples = spec.loop.samples;
+  run.loop = parts->loop();
+  run.eval_concurrency = spec.gym.eval_concurrency;
   run.out_dir = out_dir;
-  agent::TurnLoopDeps deps;
-  deps.llm = &policy;
-  deps.eval = gym.get();
-  deps.reward = reward;
-  deps.templates = &templates;
   std::vector<nlohmann::json> records;
-  s = RunRollouts(run, deps, &records);
+  s = RunRollouts(run, parts->Deps(), &records);
   learner.Stop();
   if (!s.ok()) return s;
   const nlohmann::json g = grade::Grade(records);
@@ -84,7 +66,8 @@ Status RunSft(const nlohmann::json& cfg, bool train, nlohmann::json* summary) {
     if (cfg["data"]["train_files"].empty()) return Status::InvalidArgument("data.train_files is empty");
     LearnerLaunch placement;
     Status s = LearnerPlacement(cfg["trainer"], &placement);
-    if (s.ok()) s = RunLearnerCommand(LearnerInterpreter(python), {"sft", "--config", config_path}, placement);
+    placement.config_path = config_path;
+    if (s.ok()) s = RunLearnerCommand(python, {"sft", "--config", config_path}, placement);
     if (!s.ok()) return s;
   }
   *summary = nlohmann::json::object();

@@ -23,7 +23,7 @@ def kgym():
 def run_eval(kgym, ref, kernel, *extra, timeout=120):
     """Runs `kgym eval` and returns (json result, stderr, wall seconds)."""
     import time
-    cmd = [kgym, "eval", "--ref", ref, "--kernel", kernel, "--device", "cpu", "--perf-trials", "5",
+    cmd = [kgym, "eval", "--ref", ref, "--kernel", kernel, "--device", "cpu", "--num-perf-trials", "5",
            "--warmup", "1"] + list(extra)
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

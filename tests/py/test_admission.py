@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(KGYM_BIN), reason="kgym binar
 def _suite(tmp_path, *args, kinds="torch,wrong"):
     out = tmp_path / "suite.json"
     cmd = [KGYM_BIN, "suite", "--tasks", os.path.join(ROOT, "tasks"), "--size", "small", "--device", "cpu",
-           "--kinds", kinds, "--perf-trials", "3", "--correct-trials", "2", "--out", str(out), *args]
+           "--kinds", kinds, "--num-perf-trials", "3", "--num-correct-trials", "2", "--out", str(out), *args]
     env = dict(os.environ, TRITON_INTERPRET="1")
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stderr[-3000:]

@@ -47,7 +47,7 @@ def test_convert_drkernel_jsonl_rows(tmp_path):
     src = tmp_path / "rows.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in drkernel_rows()))
     out = tmp_path / "tasks.jsonl"
-    subprocess.run([KGYM, "data", "convert", str(src), "--out", str(out), "--level", "2"], check=True,
+    subprocess.run([KGYM, "data", "convert", str(src), "--out", str(out), "--task-level", "2"], check=True,
                    capture_output=True)
     rows = [json.loads(l) for l in open(out)]
     assert [r["problem_id"] for r in rows] == [1, 2]
@@ -59,14 +59,25 @@ def test_convert_drkernel_jsonl_rows(tmp_path):
     assert res.returncode != 0 and "bad.jsonl:1" in res.stderr and "reference_code" in res.stderr
 
 
-@pytest.mark.skipif(HAVE_PYARROW, reason="pyarrow is importable here")
+def _no_pythonpath():
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def _system_python_has_pyarrow():
+    return subprocess.run(["/usr/bin/python3", "-c", "import pyarrow"], capture_output=True,
+                          env=_no_pythonpath()).returncode == 0
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/python3") or _system_python_has_pyarrow(),
+                    reason="Debian's python3 has pyarrow of its own")
 def test_parquet_without_pyarrow_is_a_clear_error(tmp_path):
     src = tmp_path / "data.parquet"
     src.write_bytes(b"PAR1 not really")
+    env = dict(_no_pythonpath(), KGYM_TRAIN_PKGS=str(tmp_path / "no-packages-here"))  # hide setup.sh's pyarrow
     res = subprocess.run([KGYM, "data", "convert", str(src), "--out", str(tmp_path / "o.jsonl"),
-                          "--python", "/usr/bin/python3"], capture_output=True, text=True)
+                          "--python", "/usr/bin/python3"], capture_output=True, text=True, env=env)
     assert res.returncode == 2
-    assert "pyarrow" in res.stderr and "install" in res.stderr
+    assert "pyarrow" in res.stderr and "setup.sh" in res.stderr and "--python" in res.stderr
 
 
 @pytest.mark.skipif(not HAVE_PYARROW, reason="pyarrow is not importable")

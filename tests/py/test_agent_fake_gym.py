@@ -69,7 +69,7 @@ def script_for(hang=None):
 def agent_cmd(tasks, llm, gym, out, *extra):
     return [KGYM, "agent", "--tasks", tasks, "--base-url", llm.base_url, "--model", "fake-model",
             "--server", gym.url, "--out", out, "--turns", "3", "--samples", "2", "--seed", "0",
-            "--timeout", "1", "--retries", "3", "--retry-base", "0.05", "--no-progress", *extra]
+            "--llm-timeout", "1", "--max-retries", "3", "--retry-backoff", "0.05", "--no-progress", *extra]
 
 
 def read_records(out):

@@ -71,8 +71,8 @@ def script_for(hang):
 def agent_cmd(tasks, llm, out, *extra):
     return [KGYM, "agent", "--tasks", tasks, "--base-url", llm.base_url, "--model", "fake", "--out", out,
             "--device", "cpu", "--size", "small", "--num-correct-trials", "2", "--num-perf-trials", "3",
-            "--eval-timeout", "120", "--turns", "3", "--samples", "2", "--seed", "0", "--timeout", "1",
-            "--retries", "3", "--retry-base", "0.05", "--no-progress", *extra]
+            "--eval-timeout", "120", "--turns", "3", "--samples", "2", "--seed", "0", "--llm-timeout", "1",
+            "--max-retries", "3", "--retry-backoff", "0.05", "--no-progress", *extra]
 
 
 def records(out):

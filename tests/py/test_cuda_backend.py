@@ -51,7 +51,7 @@ def tmpdir_env(tmp_path_factory):
 
 def _eval(kgym, env, kernel, *extra):
     cmd = [kgym, "eval", "--ref", REF, "--kernel", kernel, "--device", "cpu", "--backend", "cuda",
-           "--perf-trials", "3", "--warmup", "1", "--timeout", "300"] + list(extra)
+           "--num-perf-trials", "3", "--warmup", "1", "--eval-timeout", "300"] + list(extra)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=env)
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads(p.stdout)
@@ -124,7 +124,7 @@ def test_triton_backend_gets_no_extension_cache(kgym, tmpdir_env, tmp_path):
     plain = tmp_path / "plain.py"
     plain.write_text("import torch\n\n\nclass ModelNew(torch.nn.Module):\n"
                      "    def forward(self, x):\n        return torch.relu(x)\n")
-    cmd = [kgym, "eval", "--ref", REF, "--kernel", str(plain), "--device", "cpu", "--perf-trials", "3",
+    cmd = [kgym, "eval", "--ref", REF, "--kernel", str(plain), "--device", "cpu", "--num-perf-trials", "3",
            "--warmup", "1"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=200, env=env)
     assert p.returncode == 0, p.stderr[-2000:]

@@ -72,14 +72,14 @@ def test_compat_mode_marks_compile_errors_failed(kgym):
 
 
 def test_crash_is_detected_at_once(kgym):
-    r, _, wall = run_eval(kgym, REF, cand("segfault"), "--timeout", "60")
+    r, _, wall = run_eval(kgym, REF, cand("segfault"), "--eval-timeout", "60")
     assert r["outcome"] == "crashed"
     # The death is seen through the worker's channel, not at the 60 s limit.
     assert wall < 30
 
 
 def test_infinite_loop_times_out(kgym):
-    r, _, wall = run_eval(kgym, REF, cand("infinite_loop"), "--timeout", "5")
+    r, _, wall = run_eval(kgym, REF, cand("infinite_loop"), "--eval-timeout", "5")
     assert r["outcome"] == "timeout", r["outcome_detail"]
     assert wall < 5 + 2 + 5  # limit + 2 s, plus the process start of the CLI itself
     check_next_is_correct(kgym)
@@ -135,7 +135,7 @@ def test_torch_compile_reference_is_applied_or_refused(kgym):
     torch 1.13 has none) kgym eval refuses as an infrastructure error (exit 1, the reason on stderr) instead of
     timing eager PyTorch under that name."""
     import torch
-    cmd = [kgym, "eval", "--ref", REF, "--kernel", cand("good"), "--device", "cpu", "--perf-trials", "5",
+    cmd = [kgym, "eval", "--ref", REF, "--kernel", cand("good"), "--device", "cpu", "--num-perf-trials", "5",
            "--warmup", "1", "--reference-backend", "torch_compile"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if hasattr(torch, "compile"):

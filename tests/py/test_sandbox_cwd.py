@@ -22,7 +22,7 @@ class ModelNew(nn.Module):
 
 
 def _eval(kgym, cwd, kernel, *extra):
-    p = subprocess.run([kgym, "eval", "--ref", REF, "--kernel", kernel, "--device", "cpu", "--perf-trials", "3",
+    p = subprocess.run([kgym, "eval", "--ref", REF, "--kernel", kernel, "--device", "cpu", "--num-perf-trials", "3",
                         "--warmup", "1"] + list(extra), capture_output=True, text=True, timeout=120, cwd=cwd)
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads(p.stdout)

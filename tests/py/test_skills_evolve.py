@@ -137,7 +137,7 @@ def world(tmp_path):
 
 def run_agent(tasks, lib, llm, gym, out):
     run("agent", "--tasks", tasks, "--base-url", llm.base_url, "--model", "fake", "--server", gym.url, "--out", out,
-        "--turns", "2", "--samples", "4", "--seed", "0", "--timeout", "60", "--retries", "1", "--retry-base", "0.05",
+        "--turns", "2", "--samples", "4", "--seed", "0", "--llm-timeout", "60", "--max-retries", "1", "--retry-backoff", "0.05",
         "--no-progress", "--skills", lib)
     recs = {}
     with open(os.path.join(out, "trajectories.jsonl")) as f:
@@ -177,7 +177,7 @@ def test_agent_selects_and_injects_then_evolve_round(world):
 
     # One evolve round.
     p = run("skills", "evolve", out, "--library", lib, "--base-url", llm.base_url, "--model", "fake",
-            "--server", gym.url, "--summaries", "2", "--seed", "0", "--timeout", "60", "--retries", "1")
+            "--server", gym.url, "--skill-summaries", "2", "--seed", "0", "--llm-timeout", "60", "--max-retries", "1")
     assert "1 triggered task(s)" in p.stdout and "+ fuse_epilogue_into_matmul" in p.stdout
     rep = json.load(open(os.path.join(out, "evolve.json")))
     assert [c["task"] for c in rep["cases"]] == ["level1/1_Alpha"]
@@ -232,7 +232,7 @@ def test_second_task_requirement_rejects_a_task_local_skill(world):
     lib2 = str(tmp / "lib2")
     shutil.copytree(lib, lib2)
     p = run("skills", "evolve", out, "--library", lib2, "--base-url", llm.base_url, "--model", "fake",
-            "--server", gym.url, "--summaries", "2", "--seed", "0", "--second-task", "--timeout", "60")
+            "--server", gym.url, "--skill-summaries", "2", "--seed", "0", "--second-task", "--llm-timeout", "60")
     rep = json.load(open(os.path.join(out, "evolve.json")))
     good = next(c for c in rep["candidates"] if c["name"] == "Fuse Epilogue Into Matmul")
     assert not good["admitted"] and "second task" in good["reason"]
@@ -304,7 +304,7 @@ def test_evolve_round_on_cpu_gym(tmp_path):
         trials = ["--num-correct-trials", "2", "--num-perf-trials", "5"]
         out = str(tmp_path / "run")
         run("agent", "--tasks", str(tasks), "--base-url", llm.base_url, "--model", "fake", "--server", gym.url,
-            "--out", out, "--turns", "2", "--samples", "4", "--seed", "0", "--timeout", "30", "--retries", "1",
+            "--out", out, "--turns", "2", "--samples", "4", "--seed", "0", "--llm-timeout", "30", "--max-retries", "1",
             "--no-progress", "--skills", lib, *trials)
         recs = [json.loads(line) for line in open(os.path.join(out, "trajectories.jsonl"))]
         s0 = next(r for r in recs if r["sample"] == 0)
@@ -312,7 +312,7 @@ def test_evolve_round_on_cpu_gym(tmp_path):
         assert t1["correctness"] and t2["correctness"], (t1, t2)
         assert 0.5 < t1["speedup"] < 1.15 and t2["speedup"] > 3, (t1["speedup"], t2["speedup"])
         run("skills", "evolve", out, "--library", lib, "--base-url", llm.base_url, "--model", "fake",
-            "--server", gym.url, "--summaries", "2", "--seed", "0", "--timeout", "30", *trials)
+            "--server", gym.url, "--skill-summaries", "2", "--seed", "0", "--llm-timeout", "30", *trials)
         rep = json.load(open(os.path.join(out, "evolve.json")))
         by_name = {c["name"]: c for c in rep["candidates"]}
         good, weak = by_name["Fuse Epilogue Into Matmul"], by_name["weak_hint"]

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(KGYM_BIN), reason="kgym binar
 def _tasks(tmp_path, only):
     out = tmp_path / "suite.json"
     cmd = [KGYM_BIN, "suite", "--tasks", os.path.join(ROOT, "tasks"), "--size", "small", "--device", "cpu",
-           "--kinds", "wrong", "--perf-trials", "2", "--correct-trials", "1", "--jobs", "2", "--only", only,
+           "--kinds", "wrong", "--num-perf-trials", "2", "--num-correct-trials", "1", "--jobs", "2", "--only", only,
            "--out", str(out)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ, TRITON_INTERPRET="1"))
     assert p.returncode == 0, p.stderr[-3000:]
@@ -34,7 +34,7 @@ def test_back_to_back_evaluations_take_the_spare_worker(tmp_path):
     fresh start (metadata.candidate_worker)."""
     out = tmp_path / "suite.json"
     cmd = [KGYM_BIN, "suite", "--tasks", os.path.join(ROOT, "tasks"), "--size", "small", "--device", "cpu",
-           "--kinds", "torch", "--perf-trials", "2", "--correct-trials", "1", "--jobs", "1", "--only",
+           "--kinds", "torch", "--num-perf-trials", "2", "--num-correct-trials", "1", "--jobs", "1", "--only",
            "relu,gelu,softmax,layernorm", "--out", str(out)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]

@@ -21,6 +21,9 @@ def test_header_and_module_agree():
     module = {k: v for k, v in vars(protocol).items() if k.isupper() and isinstance(v, str)}
     from_header = {_snake(k): v for k, v in header.items()}
     assert from_header == module
+    with open(os.path.join(ROOT, "src", "train", "learner_protocol.h")) as f:
+        ints = {_snake(k): int(v) for k, v in re.findall(r"inline constexpr int k(\w+) = (\d+);", f.read())}
+    assert ints and ints == {k: v for k, v in vars(protocol).items() if k.isupper() and isinstance(v, int)}
 
 
 def test_every_path_is_served():

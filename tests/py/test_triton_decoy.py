@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(not _triton_ok(), reason="no Triton for the eval
 
 def _eval(kgym, kernel):
     cmd = [kgym, "eval", "--ref", REF, "--kernel", os.path.join(HERE, kernel), "--device", "cpu",
-           "--perf-trials", "3", "--warmup", "1", "--timeout", "300"]
+           "--num-perf-trials", "3", "--warmup", "1", "--eval-timeout", "300"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=400, env=_env())
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads(p.stdout)

@@ -30,7 +30,7 @@ def evaluate(kgym, tmp_path_factory):
 
     def run(ref, kernel, *extra, device="cpu", env=None, timeout=240, perf_trials=5):
         cmd = [kgym, "eval", "--ref", os.path.abspath(ref), "--kernel", os.path.abspath(kernel), "--device", device,
-               "--perf-trials", str(perf_trials), "--warmup", "1"] + list(extra)
+               "--num-perf-trials", str(perf_trials), "--warmup", "1"] + list(extra)
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
         assert p.returncode == 0, "kgym eval failed (%d): %s" % (p.returncode, p.stderr[-2000:])
         return json.loads(p.stdout), p.stdout, p.stderr
