@@ -7,6 +7,7 @@ import torch
 
 from . import channel, recorder, tensors
 from .load import build
+from .oracle import Oracle
 from .protocol import Field, Kind, Note
 from .runner import (Reported, Steps, _Tensor, _send_values, as_list, describe, seed_all, send_evidence,
                      send_note)
@@ -96,7 +97,7 @@ def _reference_init(r, job):
     return init_args
 
 
-def _reference_trial(sock, r, i, t):
+def _reference_trial(sock, r, i, t, oracle):
     try:
         inputs = _make_inputs(r.module, t[Field.SEED], r.device)
     except BaseException as e:  # noqa: BLE001
@@ -108,8 +109,15 @@ def _reference_trial(sock, r, i, t):
     skipped = not _finite(out)
     if skipped and variant == "default":
         raise Reported("invalid", "correctness", "the reference output is not finite on its own inputs")
-    _send_values(sock, {Field.TYPE: Kind.TRIAL_RESULT, Field.INDEX: i, Field.SKIPPED: skipped},
-                 {Field.INPUTS: inputs, Field.OUTPUTS: out})
+    groups = {Field.INPUTS: inputs, Field.OUTPUTS: out}
+    if variant == "default":  # the precision verdict is judged on the task's own inputs
+        values, index = oracle.samples(inputs, t[Field.SEED])
+        if values:
+            if oracle.levels is None:
+                oracle.levels = oracle.measure_levels(inputs)
+                send_note(sock, Note.PRECISION_LEVELS, oracle.levels)
+            groups[Field.ORACLE], groups[Field.ORACLE_INDEX] = values, index
+    _send_values(sock, {Field.TYPE: Kind.TRIAL_RESULT, Field.INDEX: i, Field.SKIPPED: skipped}, groups)
     return inputs + out
 
 
@@ -120,8 +128,14 @@ def serve_reference(sock, r, job):
     build(r, init_args, job[Field.INIT_SEED], job.get(Field.TRAIN_MODE, False))
     _send_values(sock, {Field.TYPE: Kind.INIT}, {Field.INIT: init_args})
     last = []
+    oracle = Oracle(r, init_args, job[Field.INIT_SEED])
     for i, t in enumerate(job[Field.TRIALS]):
-        last = _reference_trial(sock, r, i, t)
+        last = _reference_trial(sock, r, i, t, oracle)
+    if oracle.error:
+        send_note(sock, Note.ORACLE_ERROR, oracle.error)
+    del oracle
+    if r.device.startswith("cuda"):
+        torch.cuda.empty_cache()
     seeds = job.get(Field.POOL_SEEDS, [])
     if seeds and job[Field.TRIALS]:
         # Enough sets that refilled inputs change between calls (>= 2), as many as the byte budget allows.

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/command_registry.h"
+#include "cli/evaluator_flags.h"
 #include "eval/evaluator.h"
 
 namespace {
@@ -24,9 +25,9 @@ bool ReadFile(const std::string& path, std::string* out) {
 bool GpuVisible() { return ::access("/dev/nvidia0", F_OK) == 0 || ::access("/dev/nvidiactl", F_OK) == 0; }
 
 struct EvalFlags {
-  std::string ref, kernel, device, backend = "triton", size, reference_backend, task_id = "cli";
+  std::string ref, kernel, device, backend = "triton", size, reference_backend, task_id = "cli", precision = "strict";
   double coverage_floor = 0.1;
-  int correct_trials = 5, perf_trials = 100, warmup = 3, device_index = 0;
+  int correct_trials = 5, perf_trials = 100, warmup = 3, device_index = 0, min_perf_trials = 20;
   double timeout = 300, atol = 1e-2, rtol = 1e-2, memory_gb = 0;
   bool train = false, unsafe = false, compat = false, no_perf = false, pretty = false;
 };
@@ -44,10 +45,12 @@ KGYM_REGISTER_COMMAND(
           ->check(CLI::IsMember({"triton", "cuda"}));
       sub->add_option("--correct-trials", f->correct_trials, "correctness trials")->check(CLI::Range(1, 100));
       sub->add_option("--perf-trials", f->perf_trials, "timed calls")->check(CLI::Range(1, 10000));
+      kgym::cli::AddMinPerfTrialsFlag(sub, &f->min_perf_trials);
       sub->add_option("--warmup", f->warmup, "untimed warmup calls")->check(CLI::Range(0, 1000));
       sub->add_option("--timeout", f->timeout, "wall-clock limit in seconds")->check(CLI::Range(1.0, 86400.0));
       sub->add_option("--atol", f->atol, "absolute tolerance (fp32)");
       sub->add_option("--rtol", f->rtol, "relative tolerance (fp32)");
+      kgym::cli::AddPrecisionFlag(sub, &f->precision);
       sub->add_option("--memory-limit-gb", f->memory_gb, "host memory limit of the candidate");
       sub->add_option("--size", f->size, "task size (KGYM_TASK_SIZE seen by the reference), e.g. small");
       sub->add_option("--reference-backend", f->reference_backend, "pytorch (eager) or torch_compile");
@@ -79,6 +82,8 @@ KGYM_REGISTER_COMMAND(
         req.backend = f->backend;
         req.num_correct_trials = f->correct_trials;
         req.num_perf_trials = f->perf_trials;
+        req.min_perf_trials = f->min_perf_trials;
+        req.precision = f->precision;
         req.num_warmup = f->warmup;
         req.timeout_s = f->timeout;
         req.atol = f->atol;

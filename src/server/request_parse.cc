@@ -136,7 +136,9 @@ const std::set<std::string> kKnownFields = {"task_id",
                                             "resources",
                                             "deadline_s",
                                             "size",
-                                            "coverage_floor"};
+                                            "coverage_floor",
+                                            "precision",
+                                            "min_perf_trials"};
 }  // namespace
 
 std::string KernelGymTimestamp() {
@@ -238,6 +240,14 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
     else
       r.coverage_floor = b["coverage_floor"].get<double>();
   }
+  if (auto prec = OptString(b, "precision", &e)) {  // kgym: strict | compat (eval/precision.h)
+    if (*prec != "strict" && *prec != "compat")
+      e.Add("precision", "Input should be 'strict' or 'compat'", "enum");
+    else
+      r.precision = *prec;
+  }
+  if (!IsNull(b, "min_perf_trials"))  // kgym: adaptive trials' floor, 0 = every num_perf_trials call
+    r.min_perf_trials = IntField(b, "min_perf_trials", 20, 0, 1000, &e);
   double deadline_s = 0;
   if (!IsNull(b, "deadline_s")) {
     if (!b["deadline_s"].is_number() || b["deadline_s"].get<double>() <= 0)
