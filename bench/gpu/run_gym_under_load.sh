@@ -6,7 +6,7 @@
 #   2. adaptive trials on the level-2 mix (problems 9, 12, 14, 18; 16 candidates each): kgym:16 (adaptive, the
 #      default) against kgym:16:minperf0 (every one of the 100 timed calls), compared by bench/gpu/adaptive_report.py.
 # Needs, carried into the working tree: build/gpu (bench/gpu/pack.sh) and .kb (bench/throughput/
-# materialize_kernelbench.sh; only .kb/KernelBench is read). Writes $OUT/machine.txt, under_load.{json,md},
+# materialize_kernelbench.sh; only the KernelBench checkout .kb/KernelBench is read: KB_DIR). Writes $OUT/machine.txt, under_load.{json,md},
 # kb_l2_adaptive.json, adaptive.{json,md} and summary.md (the tables), each as soon as its part ends.
 #   On the GPU machine:  OUT=$OUT bash bench/gpu/run_gym_under_load.sh
 #   Rehearsal here:      DEVICE=cpu KGYM_BIN=build/src/cli/kgym OUT=/tmp/ul bash bench/gpu/run_gym_under_load.sh
@@ -32,12 +32,12 @@ PY="${KGYM_PYTHON}"
   echo "tree: ${KGYM_BENCH_COMMIT:-unknown}"; echo "date: $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no GPU"
   "$PY" -c "import torch; print('torch', torch.__version__)"; nproc; free -g | head -2
-  "$KGYM_BIN" doctor 2>/dev/null | "$PY" -c "import json,sys; d=json.load(sys.stdin); print('freezer', d.get('freezer'))"
+  "$KGYM_BIN" doctor 2>/dev/null | grep -E "^(freezer|sealed|NOT)"
 } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 if [ "$DEVICE" = cpu ]; then GPUARGS=(--device cpu); TP=(--gpus none --size small); else GPUARGS=(--device cuda --gpu 0); TP=(--gpus 0); fi
 t0=$(date +%s)
-timeout "${B_UNDER_LOAD:-330}" "$PY" bench/gpu/gym_under_load.py --bin "$KGYM_BIN" --kb "$(dirname "$KB_DIR")" \
+timeout "${B_UNDER_LOAD:-330}" "$PY" bench/gpu/gym_under_load.py --bin "$KGYM_BIN" --kb "$KB_DIR" --slots "${SLOTS:-16}" \
   "${GPUARGS[@]}" --parts "$PARTS" ${NOFREEZE:+--nofreeze} --out "$OUT/under_load.json" \
   > "$OUT/under_load.md" 2> "$OUT/under_load.stderr"
 echo "under load: rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/under_load.md"

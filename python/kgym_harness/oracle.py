@@ -1,5 +1,5 @@
-"""The fp64 oracle, in the reference's (pristine) worker: every default trial computed again with the model and its
-floating inputs cast to float64, kept at up to SAMPLES random elements per output (src/eval/precision.h judges the
+"""The fp64 oracle, in the reference's (pristine) worker: the first default trials (correctness.ORACLE_TRIALS of them)
+computed again with the model and its floating inputs cast to float64, kept at up to SAMPLES random elements per output (src/eval/precision.h judges the
 candidate's error and the fp32 reference's against it). On the first default trial, the reference is also computed at
 lower precisions (TF32 matmuls and bf16 / fp16 autocast on a GPU; the same operand roundings on a CPU, where TF32 does
 not exist) and their errors against the oracle are reported beside its own ("fp32", the same run without the
@@ -70,6 +70,7 @@ class Oracle:
         self.r = r
         self.error = None
         self.levels = None
+        self.trials = 0  # default trials given an oracle so far
         try:
             seed_all(init_seed)
             with _no_grad():

@@ -28,7 +28,7 @@ struct EvalFlags {
   std::string ref, kernel, device, backend = "triton", size, reference_backend, task_id = "cli", precision = "strict";
   double coverage_floor = 0.1;
   int correct_trials = 5, perf_trials = 100, warmup = 3, device_index = 0, min_perf_trials = 20;
-  double timeout = 300, atol = 1e-2, rtol = 1e-2, memory_gb = 0;
+  double timeout = 300, atol = 1e-2, rtol = 1e-2, memory_gb = 0, perf_ci = 0.005;
   bool train = false, unsafe = false, compat = false, no_perf = false, pretty = false;
 };
 
@@ -46,6 +46,11 @@ KGYM_REGISTER_COMMAND(
       sub->add_option("--correct-trials", f->correct_trials, "correctness trials")->check(CLI::Range(1, 100));
       sub->add_option("--perf-trials", f->perf_trials, "timed calls")->check(CLI::Range(1, 10000));
       kgym::cli::AddMinPerfTrialsFlag(sub, &f->min_perf_trials);
+      sub->add_option(
+             "--perf-ci", f->perf_ci,
+             "adaptive trials: stop once both ends of the median's 95% interval are within this fraction of it")
+          ->check(CLI::Range(0.0001, 1.0))
+          ->capture_default_str();
       sub->add_option("--warmup", f->warmup, "untimed warmup calls")->check(CLI::Range(0, 1000));
       sub->add_option("--timeout", f->timeout, "wall-clock limit in seconds")->check(CLI::Range(1.0, 86400.0));
       sub->add_option("--atol", f->atol, "absolute tolerance (fp32)");
@@ -83,6 +88,7 @@ KGYM_REGISTER_COMMAND(
         req.num_correct_trials = f->correct_trials;
         req.num_perf_trials = f->perf_trials;
         req.min_perf_trials = f->min_perf_trials;
+        req.perf_ci_target = f->perf_ci;
         req.precision = f->precision;
         req.num_warmup = f->warmup;
         req.timeout_s = f->timeout;

@@ -138,7 +138,8 @@ const std::set<std::string> kKnownFields = {"task_id",
                                             "size",
                                             "coverage_floor",
                                             "precision",
-                                            "min_perf_trials"};
+                                            "min_perf_trials",
+                                            "perf_ci_target"};
 }  // namespace
 
 std::string KernelGymTimestamp() {
@@ -248,6 +249,13 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
   }
   if (!IsNull(b, "min_perf_trials"))  // kgym: adaptive trials' floor, 0 = every num_perf_trials call
     r.min_perf_trials = IntField(b, "min_perf_trials", 20, 0, 1000, &e);
+  if (!IsNull(b, "perf_ci_target")) {  // kgym: adaptive trials stop once the median's interval is within this
+    if (!b["perf_ci_target"].is_number() || b["perf_ci_target"].get<double>() <= 0 ||
+        b["perf_ci_target"].get<double>() > 1)
+      e.Add("perf_ci_target", "Input should be a number in (0, 1]", "less_than_equal");
+    else
+      r.perf_ci_target = b["perf_ci_target"].get<double>();
+  }
   double deadline_s = 0;
   if (!IsNull(b, "deadline_s")) {
     if (!b["deadline_s"].is_number() || b["deadline_s"].get<double>() <= 0)
