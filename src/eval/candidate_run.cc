@@ -11,6 +11,7 @@
 #include "eval/lent_buffers.h"
 #include "eval/precision.h"
 #include "eval/process_watch.h"
+#include "eval/timed_attempts.h"
 #include "eval/timed_calls.h"
 #include "eval/timing_stats.h"
 #include "eval/trial_checks.h"
@@ -69,14 +70,11 @@ struct TimingEvidence {
   std::string grad_error;
   std::unique_ptr<WorkerTimeline> timeline;  // GPU with the recorder: the stream after the last attempt
   LockUse lock_use;                          // the device's timing lock (metadata.timing_lock)
-  int attempts = 0;                          // timed again where an attempt shared the device (eval/contention.h)
+  int attempts = 0;                          // timed again where an attempt shared the device (eval/timed_attempts.h)
   SharedCalls shared;                        // the last attempt's calls that shared the device
   int fresh_first = -1;                      // the fresh calls' ids (the first attempt's)
   int first_call = 0;                        // the last attempt's first call id
 };
-
-// Call ids of attempt k start at k * kAttemptIds (eval/timed_calls.h: first_call).
-constexpr int kAttemptIds = 100000;
 
 class CandidateRun {
  public:
@@ -124,9 +122,8 @@ class CandidateRun {
   End SendPool();
   TimedCallsParams TimingParams(bool cuda);
   void ReportCallCount(const TimedCallsParams& p);
-  Status TimedPart(TimedCallsParams p, bool recorded, bool detect);
-  Status TimedAttempt(const TimedCallsParams& p, bool recorded, int attempt);
-  void FindShared(const TimedCallsParams& p, std::vector<double>* set_least);
+  Status DetectGrad(bool recorded);
+  Status FetchKept(const TimedCallsParams& p, TimedCallsResult* c);
   Status BurstsWhereTheyCount(const TimedCallsParams& p);
   CandidateTimingInputs TimingInputs() const;
   End Judge();
@@ -190,6 +187,7 @@ class CandidateRun {
   std::unique_ptr<LentBuffers> lent_;
   std::atomic<int> outputs_lent_{0};  // replies whose outputs came in a lent buffer
   int kept_calls_ = 0;
+  double kept_fetch_s_ = 0;
 };
 
 // ---- start ----
@@ -436,35 +434,29 @@ End CandidateRun::Timing() {
   if (End end = SendPool()) return end;
   const bool cuda = req_.device == "cuda";
   const bool recorded = cuda && w_->hello().value(field::kRecorder, "") == "on" && ref_.device.span_median_ms >= 0;
-  TimedCallsParams p = TimingParams(cuda);
+  const TimedCallsParams p = TimingParams(cuda);
   // Counted afresh: threads a lazy pool started in the first trials do not carry over.
   timed_watch_ = std::make_unique<ProcessWatch>(w_->harness_pid(), w_->hello_threads(), true, CpuClockFor(req_.device));
   // The worker readies its live inputs and flush buffer before the lock: only the timed part holds the device.
   Status s = StartTimedCalls(w_.get(), p, dl_.at);
-  // Timed again while an attempt shows it shared the device (eval/contention.h): new call ids, no fresh sets (the
-  // first attempt's were used; theirs are what the caching rules judge).
-  ExchangeTimes times;
-  std::vector<double> set_least;
-  for (int attempt = 0; s.ok(); ++attempt) {
-    if (attempt > 0) {
-      p.first_call = attempt * kAttemptIds;
-      p.fresh_sets = 0;
-      p.seed = MixSeed(p.seed);
-      std::vector<double> fresh = std::move(timing_.calls.fresh_ms);
-      timing_.calls = TimedCallsResult{};
-      timing_.calls.fresh_ms = std::move(fresh);
-    }
-    s = TimedAttempt(p, recorded, attempt);
-    times.Add(timing_.calls.times);
-    timing_.attempts = attempt + 1;
-    if (!s.ok() || !timing_.timeline || !timing_.timeline->ok) break;
-    timing_.first_call = p.first_call;
-    FindShared(p, &set_least);
-    if ((timing_.calls.drained && timing_.shared.clean) || attempt + 1 >= kTimingAttempts) break;
+  TimedAttempts a(w_.get(), ctx_.timing, TimingLock::DeviceOf(req_), dl_.at, timed_watch_.get(), &timing_.lock_use);
+  if (s.ok()) {
+    TimedAttempts::Hooks hooks;
+    hooks.under_lock = [&] { return DetectGrad(recorded); };
+    // The kept outputs travel and are compared after each attempt's hold, with the device free for other timed calls.
+    hooks.after_lock = [&](TimedCallsResult* c) { return FetchKept(p, c); };
+    hooks.timeline_wanted = [&] { return timing_.error_frame.is_null() && timing_.wrong_result.empty(); };
+    s = a.Run(p, recorded, hooks);
+    if (s.ok()) s = a.timeline_status;
   }
-  if (timing_.timeline && s.ok()) s = BurstsWhereTheyCount(p);
+  timing_.calls = std::move(a.calls);
+  timing_.timeline = std::move(a.timeline);
+  timing_.shared = a.shared;
+  timing_.attempts = a.attempts;
+  timing_.first_call = a.last.first_call;
+  if (timing_.timeline && s.ok()) s = BurstsWhereTheyCount(a.last);
   ReportCallCount(p);
-  const nlohmann::json parts = times.ToJson();  // named: items() refers to it
+  const nlohmann::json parts = a.times.ToJson();  // named: items() refers to it
   for (auto& [k, x] : parts.items()) timing_.lock_use.hold[k] = x;
   md_["timing_lock"] = timing_.lock_use.ToJson();
   if (s.code() == Status::Code::kInvalidArgument) {
@@ -476,36 +468,15 @@ End CandidateRun::Timing() {
   return std::nullopt;
 }
 
-// One attempt: the timed part under the lock, the kept outputs after it, then the kernel recorder's stream (timed
-// calls, the grad-enabled detection call) where the calls returned right results (a wrong one is judged without it).
-Status CandidateRun::TimedAttempt(const TimedCallsParams& p, bool recorded, int attempt) {
-  Status s = TimedPart(p, recorded, attempt == 0);
-  // The kept outputs travel and are compared now, with the device free for the next evaluation's timed calls.
-  if (s.ok() && !timing_.calls.kept.empty()) {
-    s = FetchKeptOutputs(w_.get(), p, dl_.at, &timing_.calls);
-    kept_calls_ += static_cast<int>(timing_.calls.kept.size());
-    md_["timing_kept_calls"] = kept_calls_;
-    md_["timing_kept_fetch_s"] = md_.value("timing_kept_fetch_s", 0.0) + timing_.calls.kept_fetch_s;
-  }
-  timing_.timeline.reset();
-  if (!s.ok() || !timing_.error_frame.is_null() || !recorded || !timing_.wrong_result.empty()) return s;
-  timing_.timeline = std::make_unique<WorkerTimeline>();
-  const Clock::time_point f0 = Clock::now();
-  s = FetchTimeline(w_.get(), dl_.at, timing_.timeline.get());
-  md_["timeline_fetch_s"] = md_.value("timeline_fetch_s", 0.0) + Seconds(Clock::now() - f0);
-  md_["timeline_bytes"] = timing_.timeline->bytes;
+// An attempt's kept outputs, fetched and compared outside the lock.
+Status CandidateRun::FetchKept(const TimedCallsParams& p, TimedCallsResult* c) {
+  if (c->kept.empty()) return Status::Ok();
+  Status s = FetchKeptOutputs(w_.get(), p, dl_.at, c);
+  kept_calls_ += static_cast<int>(c->kept.size());
+  kept_fetch_s_ += c->kept_fetch_s;
+  md_["timing_kept_calls"] = kept_calls_;
+  md_["timing_kept_fetch_s"] = kept_fetch_s_;
   return s;
-}
-
-// The attempt's calls that shared the device, from their busy time on the timeline (eval/contention.h).
-void CandidateRun::FindShared(const TimedCallsParams& p, std::vector<double>* set_least) {
-  const int n = static_cast<int>(timing_.calls.bracket_ms.size());
-  TimedSpans sp = SpansOfTimedCalls(timing_.timeline->timeline, n, p.first_call);
-  timing_.shared = SharedCalls{};
-  if (sp.missing > 0 || static_cast<int>(sp.busy_ms.size()) != n) return;
-  std::vector<int> sets;
-  for (int i = 0; i < n; ++i) sets.push_back(i % p.rotation_sets);
-  timing_.shared = FindSharedCalls(sp.busy_ms, sets, set_least);
 }
 
 // How many timed calls ran and why they stopped (adaptive trials: the median's interval when they did).
@@ -565,22 +536,13 @@ TimedCallsParams CandidateRun::TimingParams(bool cuda) {
   return p;
 }
 
-// Under the device's timing lock: the timed calls and (`detect`) the decoy rule's second run (grad enabled; it is GPU
-// work). The device's other workers are frozen meanwhile (eval/timing_lock.h); on a GPU the calls start once the
-// drain probe saw it idle, or waited kDrainWaitS.
-Status CandidateRun::TimedPart(TimedCallsParams p, bool recorded, bool detect) {
-  const std::string device = TimingLock::DeviceOf(req_);
-  TimedHold hold(ctx_.timing, device, &timing_.lock_use, w_.get());
-  p.idle_null_ms = ctx_.timing->IdleNullMs(device);
-  Status s = TimedCalls(w_.get(), p, dl_.at, timed_watch_.get(), &timing_.calls);
-  if (s.ok() && timing_.calls.drained && !timing_.calls.null_ms.empty())
-    ctx_.timing->NoteIdleNullMs(device, Median(timing_.calls.null_ms));
-  if (!detect || !s.ok() || !recorded || req_.backend != "triton" || !req_.detect_decoy ||
-      !timing_.wrong_result.empty())
-    return s;
+// The decoy rule's second run, under the first attempt's lock (grad enabled; it is GPU work): Triton candidates with
+// the kernel recorder whose timed calls returned right results.
+Status CandidateRun::DetectGrad(bool recorded) {
+  if (!recorded || req_.backend != "triton" || !req_.detect_decoy || !timing_.wrong_result.empty()) return Status::Ok();
   Frame d;
   const Clock::time_point d0 = Clock::now();
-  s = w_->Send({{field::kType, kind::kDetect}});
+  Status s = w_->Send({{field::kType, kind::kDetect}});
   if (s.ok()) s = w_->RecvReply(dl_.at, &d);
   if (s.ok()) {
     timing_.grad_ran = d.header.value(field::kType, "") == kind::kDetected && !d.header.contains(field::kError);

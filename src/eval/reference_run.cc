@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "eval/contention.h"
 #include "eval/process_watch.h"
+#include "eval/timed_attempts.h"
 #include "eval/timed_calls.h"
 #include "eval/timing_stats.h"
 #include "sandbox/process_stats.h"
@@ -203,38 +203,13 @@ bool ReferenceRun::Time() {
   p.drain_wait_s = cuda ? kDrainWaitS : 0;
   // No verify: the reference's outputs are its own, so none of its timed calls is fetched.
   ProcessWatch watch(w_->harness_pid(), {}, /*count_threads=*/false, CpuClockFor(req_.device));
-  TimedCallsResult timed;
-  WorkerTimeline tl;
-  SharedCalls shared;
-  std::vector<double> set_least;
-  ExchangeTimes times;
   LockUse lock_use;
-  int attempts = 0;
+  TimedAttempts a(w_.get(), ctx_.timing, device, dl_.at, &watch, &lock_use);
   Status s = StartTimedCalls(w_.get(), p, dl_.at);  // before the lock: the worker readies its live inputs
-  for (int attempt = 0; s.ok(); ++attempt) {
-    p.first_call = attempt * 100000;
-    timed = TimedCallsResult{};
-    {
-      TimedHold hold(ctx_.timing, device, &lock_use, w_.get());
-      p.idle_null_ms = ctx_.timing->IdleNullMs(device);
-      s = TimedCalls(w_.get(), p, dl_.at, &watch, &timed);
-    }
-    if (s.ok() && timed.drained && !timed.null_ms.empty()) ctx_.timing->NoteIdleNullMs(device, Median(timed.null_ms));
-    times.Add(timed.times);
-    attempts = attempt + 1;
-    if (!s.ok() || !recorded) break;
-    Status ts = FetchTimeline(w_.get(), dl_.at, &tl);
-    if (!ts.ok()) tl.problem = ts.ToString();
-    if (!ts.ok() || !tl.ok) break;
-    const int n = static_cast<int>(timed.bracket_ms.size());
-    TimedSpans sp = SpansOfTimedCalls(tl.timeline, n, p.first_call);
-    if (sp.missing > 0 || static_cast<int>(sp.busy_ms.size()) != n) break;
-    std::vector<int> call_sets;
-    for (int i = 0; i < n; ++i) call_sets.push_back(i % p.rotation_sets);
-    shared = FindSharedCalls(sp.busy_ms, call_sets, &set_least);
-    if ((timed.drained && shared.clean) || attempt + 1 >= kTimingAttempts) break;
-  }
-  lock_use.hold = times.ToJson();
+  if (s.ok()) s = a.Run(p, recorded);
+  const TimedCallsResult& timed = a.calls;
+  const SharedCalls& shared = a.shared;
+  lock_use.hold = a.times.ToJson();
   ref_->notes["reference_timing_lock"] = lock_use.ToJson();
   if (s.code() == Status::Code::kInvalidArgument) {
     auto h = nlohmann::json::parse(s.message(), nullptr, false);
@@ -245,7 +220,7 @@ bool ReferenceRun::Time() {
   if (!s.ok()) return Failed(s, "reference timing"), false;
   auto& notes = ref_->notes;
   if (cuda) {
-    notes["reference_timing_attempts"] = attempts;
+    notes["reference_timing_attempts"] = a.attempts;
     notes["reference_timing_drained"] = timed.drained;
     notes["reference_timing_shared_calls"] = shared.count;
   }
@@ -256,7 +231,11 @@ bool ReferenceRun::Time() {
     notes["reference_burst_per_call_ms"] =
         BurstPerCallMs(timed.bursts.model_ms, timed.bursts.null_ms, timed.bursts.k, 0);
   }
-  if (recorded) RecordTimeline(timed, tl, p.first_call, shared);
+  if (recorded) {
+    WorkerTimeline none;
+    none.problem = "the reference's timeline could not be read";
+    RecordTimeline(timed, a.timeline ? *a.timeline : none, a.last.first_call, shared);
+  }
   notes["reference_self_reported_median_ms"] = ComputeTimingStats(timed.self_ms).median;
   notes["reference_cpu_inside_call_ms"] = Median(watch.evidence().cpu_inside_ms);
   notes["reference_cpu_between_calls_ms"] = Median(watch.evidence().cpu_between_ms);
