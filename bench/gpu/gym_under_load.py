@@ -270,6 +270,8 @@ class Serve:
 def body(args, task_id, ref, code, **extra):
     b = {"task_id": task_id, "reference_code": ref, "kernel_code": code, "backend": "triton",
          "num_correct_trials": 5, "num_perf_trials": 100, "timeout": 300}
+    if args.size:
+        b["size"] = args.size
     b.update(extra)
     return b
 
@@ -379,6 +381,41 @@ def part_precision(args, ref, tmp, out):
                                                       num(p.get("reference_rel_l2")), num(r.get("speedup"))))
 
 
+def part_renamed(args, ref, tmp, out):
+    """Every problem of --levels renamed as its own candidate, correctness only, under strict: 0 false rejects."""
+    problems = []
+    for level in args.levels.split(","):
+        for path in sorted(glob.glob(os.path.join(args.kb, "KernelBench", "level%s" % level, "*.py"))):
+            m = re.match(r"(\d+)_.+\.py$", os.path.basename(path))
+            if m:
+                problems.append(("L%s/%s" % (level, os.path.basename(path)[:-3]), open(path).read()))
+    serve = Serve(args, tmp, "renamed")
+    try:
+        bodies = [body(args, "renamed-%d" % i, code, renamed(code), run_performance=False, timeout=600)
+                  for i, (_, code) in enumerate(problems)]
+        res, wall = run_batch(serve, bodies, 3600)
+    finally:
+        serve.stop()
+    rows = []
+    for (name, _), b in zip(problems, bodies):
+        r = res[b["task_id"]]
+        p = (r.get("metadata") or {}).get("precision") or {}
+        rows.append({"problem": name, "outcome": r.get("outcome"), "detail": (r.get("outcome_detail") or "")[:300],
+                     "class": p.get("class"), "error_ratio": p.get("error_ratio"),
+                     "candidate_rel_l2": p.get("candidate_rel_l2"), "reference_rel_l2": p.get("reference_rel_l2"),
+                     "operand_sensitive": p.get("operand_sensitive"),
+                     "oracle_error": (r.get("metadata") or {}).get("oracle_error")})
+    out["renamed"] = {"wall_s": wall, "rows": rows}
+    print("\n## References renamed as candidates, strict (levels %s)\n" % args.levels)
+    print("%d problems: %s; not correct:" % (len(rows), count(rows)))
+    for r in rows:
+        if r["outcome"] != "correct":
+            print("- %s: %s (%s) class %s ratio %s" % (r["problem"], r["outcome"], r["detail"], r["class"],
+                                                      num(r["error_ratio"])))
+    worst = sorted((r for r in rows if isinstance(r["error_ratio"], (int, float))), key=lambda r: -r["error_ratio"])
+    print("largest error ratios: " + ", ".join("%s %.3g" % (r["problem"], r["error_ratio"]) for r in worst[:5]))
+
+
 def fmt(xs):
     return " ".join("%.4g" % x if isinstance(x, (int, float)) else "-" for x in xs)
 
@@ -412,6 +449,8 @@ def main():
     ap.add_argument("--slots", type=int, default=16)
     ap.add_argument("--parts", default="neighbour,precision")
     ap.add_argument("--nofreeze", action="store_true", help="also run the concurrent phases without freezing")
+    ap.add_argument("--levels", default="1,2", help="the renamed part's KernelBench levels")
+    ap.add_argument("--size", default="", help="the task size hint of every request (kgym's own tasks: small)")
     ap.add_argument("--tmp", default="", help="stores and logs (default: a fresh folder; a reused store would answer "
                     "the task ids of an earlier run from its records)")
     ap.add_argument("--out", required=True)
@@ -423,7 +462,8 @@ def main():
            "machine": platform.node(), "date": datetime.datetime.utcnow().isoformat() + "Z", "device": args.device}
     try:
         for part in args.parts.split(","):
-            {"neighbour": part_neighbour, "precision": part_precision}[part](args, ref, args.tmp, out)
+            {"neighbour": part_neighbour, "precision": part_precision, "renamed": part_renamed}[part](
+                args, ref, args.tmp, out)
             with open(args.out, "w") as f:
                 json.dump(out, f, indent=1)
     finally:

@@ -11,6 +11,8 @@
 #   Here first:          bash bench/gpu/pack.sh && SKIP_WHEELS=1 bash bench/throughput/materialize_kernelbench.sh
 #   On the GPU machine:  OUT=$OUT bash bench/gpu/run_gym_under_load.sh   (device tool: carry build/gpu, .kb/KernelBench)
 #   Rehearsal here:      DEVICE=cpu KGYM_BIN=build/src/cli/kgym OUT=/tmp/ul bash bench/gpu/run_gym_under_load.sh
+#   References renamed as candidates under strict (a call of its own, level 2 then level 1):
+#                        PARTS=renamed LEVELS=2 B_UNDER_LOAD=540 SKIP_ADAPTIVE=1 OUT=$OUT bash bench/gpu/run_gym_under_load.sh
 set -uo pipefail
 OUT="${OUT:-/tmp/kgym-under-load-out}"
 mkdir -p "$OUT"
@@ -39,11 +41,13 @@ cat "$OUT/machine.txt"
 if [ "$DEVICE" = cpu ]; then GPUARGS=(--device cpu); TP=(--gpus none --size small); else GPUARGS=(--device cuda --gpu 0); TP=(--gpus 0); fi
 t0=$(date +%s)
 timeout "${B_UNDER_LOAD:-300}" "$PY" bench/gpu/gym_under_load.py --bin "$KGYM_BIN" --kb "$KB_DIR" --slots "${SLOTS:-16}" \
-  "${GPUARGS[@]}" --parts "$PARTS" ${NOFREEZE:+--nofreeze} --out "$OUT/under_load.json" \
+  "${GPUARGS[@]}" --parts "$PARTS" --levels "${LEVELS:-1,2}" ${NOFREEZE:+--nofreeze} --out "$OUT/under_load.json" \
   > "$OUT/under_load.md" 2> "$OUT/under_load.stderr"
 echo "under load: rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/under_load.md"
 t0=$(date +%s)
-if [ -d "$KB_DIR" ]; then
+if [ -n "${SKIP_ADAPTIVE:-}" ]; then
+  echo "adaptive: skipped" > "$OUT/adaptive.md"
+elif [ -d "$KB_DIR" ]; then
   timeout $(( 2 * B_ADAPTIVE + 50 )) "$PY" bench/throughput/run_throughput.py --bin "$KGYM_BIN" --kernelbench "$KB_DIR" \
     "${TP[@]}" --clients 32 --correct-trials 5 --perf-trials 100 --python "$PY" --level 2 \
     --problems "${L2_PROBLEMS:-9,12,14,18}" --runners kgym:16,kgym:16:minperf0 \
