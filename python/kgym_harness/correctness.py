@@ -117,9 +117,8 @@ def _reference_trial(sock, r, i, t, oracle):
         oracle.trials += 1
         values, index = oracle.samples(inputs, t[Field.SEED])
         if values:
-            if oracle.levels is None:
-                oracle.levels = oracle.measure_levels(inputs)
-                send_note(sock, Note.PRECISION_LEVELS, oracle.levels)
+            if oracle.first is None:
+                oracle.first = (inputs, values, index)  # its levels are measured after the trials
             groups[Field.ORACLE], groups[Field.ORACLE_INDEX] = values, index
     _send_values(sock, {Field.TYPE: Kind.TRIAL_RESULT, Field.INDEX: i, Field.SKIPPED: skipped}, groups)
     return inputs + out
@@ -135,6 +134,10 @@ def serve_reference(sock, r, job):
     oracle = Oracle(r, init_args, job[Field.INIT_SEED])
     for i, t in enumerate(job[Field.TRIALS]):
         last = _reference_trial(sock, r, i, t, oracle)
+    # After every trial, so that the extra calls cannot shift a model's state between the trials the candidate repeats.
+    if oracle.first is not None:
+        send_note(sock, Note.PRECISION_LEVELS, oracle.measure_levels(*oracle.first))
+        oracle.first = None
     if oracle.error:
         send_note(sock, Note.ORACLE_ERROR, oracle.error)
     del oracle

@@ -1,9 +1,10 @@
 """The fp64 oracle, in the reference's (pristine) worker: the first default trials (correctness.ORACLE_TRIALS of them)
-computed again with the model and its floating inputs cast to float64, kept at up to SAMPLES random elements per output (src/eval/precision.h judges the
-candidate's error and the fp32 reference's against it). On the first default trial, the reference is also computed at
-lower precisions (TF32 matmuls and bf16 / fp16 autocast on a GPU; the same operand roundings on a CPU, where TF32 does
-not exist) and their errors against the oracle are reported beside its own ("fp32", the same run without the
-rounding): what "TF32-level" means for this problem, and whether a downgrade would show in it at all.
+computed again with the model and its floating inputs cast to float64, kept at up to SAMPLES random elements per
+output (src/eval/precision.h judges the candidate's error and the fp32 reference's against it). After the trials, the
+reference is also computed on the first one's inputs at lower precisions (TF32 matmuls and bf16 / fp16 autocast on a
+GPU; the same operand roundings on a CPU, where TF32 does not exist) and their errors against the oracle are reported
+beside its own ("fp32", the same run without the rounding): what "TF32-level" means for this problem, and whether a
+downgrade would show in it at all.
 
 Everything here is best effort: a model that cannot run in float64 (an op without a double kernel, memory) gives no
 oracle, and the verdict then has no precision class; the reference itself is never failed by it.
@@ -69,7 +70,7 @@ class Oracle:
     def __init__(self, r, init_args, init_seed):
         self.r = r
         self.error = None
-        self.levels = None
+        self.first = None  # (inputs, values, index) of the first trial with an oracle
         self.trials = 0  # default trials given an oracle so far
         try:
             seed_all(init_seed)
@@ -111,14 +112,12 @@ class Oracle:
                 ix = torch.randint(0, flat.numel(), (SAMPLES,), generator=g, device=flat.device).sort().values
                 values.append(flat[ix].to(torch.float64).cpu())
                 index.append(ix.cpu())
-        self.last = (values, index)
         return values, index
 
-    def measure_levels(self, inputs):
-        """Relative L2 errors of the reference against the oracle on these inputs (the last samples' trial), as it is
-        ("fp32") and at lower precisions: {"fp32": [per output], "tf32": [...], "bf16": [...], "fp16": [...]}; a
-        level that fails is left out."""
-        values, index = getattr(self, "last", ([], []))
+    def measure_levels(self, inputs, values, index):
+        """Relative L2 errors of the reference against the oracle's `values` at `index` (samples() of these inputs), as
+        it is ("fp32") and at lower precisions: {"fp32": [per output], "tf32": [...], "bf16": [...], "fp16": [...]};
+        a level that fails is left out."""
         if not values:
             return {}
         levels = {}
