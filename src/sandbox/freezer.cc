@@ -1,11 +1,13 @@
 #include "sandbox/freezer.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -79,15 +81,42 @@ CgroupRoot& Root() {
   return root;
 }
 
-// Removes the root at exit (it is empty once every worker's directory is gone).
+// Removes a root and its workers' directories, those that are empty (rmdir refuses the others).
+void RemoveTree(const std::string& root) {
+  if (DIR* d = ::opendir(root.c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (e->d_type == DT_DIR && e->d_name[0] == 'w') ::rmdir((root + "/" + e->d_name).c_str());
+    ::closedir(d);
+  }
+  ::rmdir(root.c_str());
+}
+
+// At exit: a worker whose session outlived the evaluator (a spare at a server's end) leaves an empty directory.
 void RemoveRoot() {
-  if (!Root().dir.empty()) ::rmdir(Root().dir.c_str());
+  if (!Root().dir.empty()) RemoveTree(Root().dir);
+}
+
+// The roots of supervisors that are gone (killed before their exit could remove them).
+void SweepDeadRoots(const std::string& own) {
+  DIR* d = ::opendir(own.c_str());
+  if (!d) return;
+  std::vector<std::string> dead;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (e->d_type != DT_DIR || name.rfind("kgym-", 0) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + 5, &end, 10);
+    if (pid > 0 && *end == '\0' && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) dead.push_back(name);
+  }
+  ::closedir(d);
+  for (const auto& name : dead) RemoveTree(own + "/" + name);
 }
 
 // A directory of this process's own under its cgroup, in which a probe child accepts cgroup.freeze.
 std::string MakeCgroupRoot() {
   const std::string own = OwnCgroupDir();
   if (own.empty()) return "";
+  SweepDeadRoots(own);
   const std::string root = own + "/kgym-" + std::to_string(::getpid());
   if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) return "";
   const std::string probe = root + "/probe";

@@ -37,7 +37,8 @@ const char* FreezeModeName(FreezeMode m);
 FreezeMode DefaultFreezeMode(std::string* root = nullptr);
 
 // A fresh cgroup directory for one worker, under the root of DefaultFreezeMode (cgroup mode); "" when there is none.
-// Removed by the WorkerFreezer that is given it (once its processes are gone).
+// Removed by the WorkerFreezer that is given it (once its processes are gone), else at exit with the root; roots of
+// supervisors that died without their exit (SIGKILL) are removed by the next one that makes its own.
 std::string NewWorkerCgroup();
 
 // What a device's timing lock freezes (eval/timing_lock.h): a worker session, or a test's stand-in.
