@@ -107,7 +107,8 @@ PROFILE_KEYS = ("load_s", "worker_start_s", "candidate_worker", "reference_worke
                 "kernel_cuda_event_median_ms", "timeline_kernel_sum_median_ms", "timing_kept_calls",
                 "timing_kept_fetch_s", "timeline_fetch_s", "detect_grad_s", "timing_null_median_ms",
                 "reference_prepared_by", "host_memory", "quiet_wait_s", "reference_quiet_wait_s", "timing_bursts_ran",
-                "lent_buffers")
+                "lent_buffers", "timing_calls", "timing_stopped", "timing_median_ci_rel", "timing_attempts",
+                "timing_drained", "timing_shared_calls", "timing_contended", "frozen_s", "precision")
 TRIAL_PROFILE_KEYS = ("exchange_s", "compare_s", "worker_s")
 
 
@@ -239,12 +240,15 @@ def feed(url, mix, args, budget_s, runner, setting, task_prefix, body_fn, verdic
 KGYM_OPTIONS = {"spares": ("spare_workers", "--spare-workers"),
                 "lookahead": ("reference_lookahead", "--reference-lookahead"),
                 "quiet": ("quiet_timing", "--quiet-timing"),  # quiet1: on, quiet0: off
-                "lent": ("lent_buffers", "--lent-buffers")}  # lent0: the worker's own memfd per reply
+                "lent": ("lent_buffers", "--lent-buffers"),  # lent0: the worker's own memfd per reply
+                "minperf": ("min_perf_trials", "--min-perf-trials"),  # minperf0: every one of the perf trials
+                "nofreeze": ("no_freeze", "--no-freeze-neighbours")}  # nofreeze1: neighbours run during holds
 
 
 def kgym_setting(name, default_slots):
-    """kgym:<slots>[:spares<N>][:lookahead<N>][:quiet<0|1>][:lent<N>] -> {"slots": slots[, "spare_workers": N]
-    [, "reference_lookahead": N][, "quiet_timing": 0|1][, "lent_buffers": N]}."""
+    """kgym:<slots>[:spares<N>][:lookahead<N>][:quiet<0|1>][:lent<N>][:minperf<N>][:nofreeze1] -> {"slots": slots
+    [, "spare_workers": N][, "reference_lookahead": N][, "quiet_timing": 0|1][, "lent_buffers": N]
+    [, "min_perf_trials": N][, "no_freeze": 1]}."""
     parts = name.split(":")
     setting = {"slots": int(parts[1]) if len(parts) > 1 and parts[1] else default_slots}
     for p in parts[2:]:
@@ -269,7 +273,7 @@ def start_kgym(args, setting, tmp):
            "--cpu-slots", str(slots), "--drain-timeout", "5"]
     for key, flag in KGYM_OPTIONS.values():
         if setting.get(key) is not None:
-            cmd += ([flag] if setting[key] else []) if key == "quiet_timing" else [flag, str(setting[key])]
+            cmd += ([flag] if setting[key] else []) if key in ("quiet_timing", "no_freeze") else [flag, str(setting[key])]
     log = open(os.path.join(tmp, "kgym-serve-slots%s.log" % tag), "w")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True)
     line = proc.stdout.readline()

@@ -61,6 +61,8 @@ class Field:
     INIT = "init"
     INPUTS = "inputs"
     OUTPUTS = "outputs"
+    ORACLE = "oracle"
+    ORACLE_INDEX = "oracle_index"
     INDEX = "index"
     SKIPPED = "skipped"
     TRITON_LAUNCHES = "triton_launches"
@@ -115,6 +117,8 @@ class Note:
     LOAD_S = "load_s"
     DEVICE_COPY_BANDWIDTH_GBPS = "device_copy_bandwidth_gbps"
     REFERENCE_BACKEND_ERROR = "reference_backend_error"
+    PRECISION_LEVELS = "precision_levels"
+    ORACLE_ERROR = "oracle_error"
 
 
 TO_WORKER = "to_worker"
@@ -140,7 +144,7 @@ MESSAGES = {
     (Kind.HELLO, TO_SUPERVISOR): ("role", "pid", "protections", "recorder"),
     (Kind.INIT, TO_SUPERVISOR): ("init", "tensors", "regions"),
     (Kind.TRIAL_RESULT, TO_SUPERVISOR): ("index", "skipped", "triton_launches", "worker_s", "inputs", "outputs",
-                                         "tensors", "regions"),
+                                         "oracle", "oracle_index", "tensors", "regions"),
     (Kind.POOL_SET, TO_SUPERVISOR): ("index", "inputs", "outputs", "tensors", "regions"),
     (Kind.READY, TO_SUPERVISOR): ("triton_kernels",),
     (Kind.OK, TO_SUPERVISOR): (),

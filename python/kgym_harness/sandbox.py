@@ -87,7 +87,7 @@ def enter_namespaces(policy, protections):
         return bool(flags & CLONE_NEWPID)
     except OSError as e:
         protections["user_namespace_error"] = str(e)
-    os.setsid()
+    lead_process_group()
     protections["process_group"] = True
     return False
 
@@ -209,6 +209,30 @@ def drop_privileges(policy, protections):
     os.environ.clear()
     os.environ.update(env)
     protections["env_scrubbed"] = True
+
+
+def lead_process_group():
+    """Called in C: a session and process group of the worker's own, so the supervisor can stop and kill it as one.
+    Idempotent (a second call finds C leading its group already)."""
+    try:
+        os.setsid()
+    except OSError:
+        pass
+
+
+def join_cgroup(policy, protections):
+    """Called in C, before it forks: moves it into the cgroup the supervisor made for this worker (policy "cgroup"),
+    so every process of the worker is in it. protections["cgroup"] says whether that worked."""
+    path = policy.get("cgroup")
+    if not path:
+        return
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+            f.write("0")
+        protections["cgroup"] = True
+    except OSError as e:
+        protections["cgroup"] = False
+        protections["cgroup_error"] = str(e)
 
 
 def set_parent_death_signal():

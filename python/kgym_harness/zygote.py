@@ -58,11 +58,14 @@ def _run_child(msg, chan_fd, out_fd, ctl):
         sandbox.set_parent_death_signal()
         policy = msg.get("policy", {})
         protections = {}
+        # Before anything is forked: the worker's processes share this one's group and cgroup, which is how the
+        # supervisor freezes them all (src/sandbox/freezer.h).
+        sandbox.lead_process_group()
+        sandbox.join_cgroup(policy, protections)
         in_pidns = False
         if policy.get("enabled", True):
             in_pidns = sandbox.enter_namespaces(policy, protections)
         else:
-            os.setsid()
             protections["disabled"] = True
         if not in_pidns:
             # No PID namespace: run the harness right here in C (its own session, killed as a group).

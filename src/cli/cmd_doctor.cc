@@ -37,7 +37,8 @@ KGYM_REGISTER_COMMAND("doctor", "show which sandbox protections are active here 
                             std::cout << "probe worker failed: " << d["error"].get<std::string>() << "\n";
                             return 1;
                           }
-                          std::cout << "devices: " << d["devices"].dump() << "\nprotections:\n";
+                          std::cout << "devices: " << d["devices"].dump() << "\nfreezer: " << d.value("freezer", "off")
+                                    << " (how a timed hold stops the device's other workers)\nprotections:\n";
                           for (auto& [k, v] : d["protections"].items())
                             std::cout << "  " << k << ": " << v.dump() << "\n";
                           if (d["missing"].empty()) {

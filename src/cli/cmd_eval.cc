@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/command_registry.h"
+#include "cli/evaluator_flags.h"
 #include "cli/shared_flags.h"
 #include "eval/evaluator.h"
 #include "run/run_params.h"
@@ -26,10 +27,10 @@ bool ReadFile(const std::string& path, std::string* out) {
 bool GpuVisible() { return ::access("/dev/nvidia0", F_OK) == 0 || ::access("/dev/nvidiactl", F_OK) == 0; }
 
 struct EvalFlags {
-  std::string ref, kernel, device, backend = "triton", size, reference_backend, task_id = "cli";
+  std::string ref, kernel, device, backend = "triton", size, reference_backend, task_id = "cli", precision = "strict";
   double coverage_floor = 0.1;
-  int correct_trials = 5, perf_trials = 100, warmup = 3, device_index = 0;
-  double timeout = 300, atol = 1e-2, rtol = 1e-2, memory_gb = 0;
+  int correct_trials = 5, perf_trials = 100, warmup = 3, device_index = 0, min_perf_trials = 20;
+  double timeout = 300, atol = 1e-2, rtol = 1e-2, memory_gb = 0, perf_ci = 0.005;
   bool train = false, unsafe = false, compat = false, no_perf = false, pretty = false;
 };
 
@@ -46,10 +47,17 @@ KGYM_REGISTER_COMMAND(
       AddSharedOption(sub, "--backend", &f->backend)->check(CLI::IsMember({"triton", "cuda"}));
       AddSharedOption(sub, "--num-correct-trials", &f->correct_trials)->check(CLI::Range(1, 100));
       AddSharedOption(sub, "--num-perf-trials", &f->perf_trials)->check(CLI::Range(1, 10000));
+      kgym::cli::AddMinPerfTrialsFlag(sub, &f->min_perf_trials);
+      sub->add_option(
+             "--perf-ci", f->perf_ci,
+             "adaptive trials: stop once both ends of the median's 95% interval are within this fraction of it")
+          ->check(CLI::Range(0.0001, 1.0))
+          ->capture_default_str();
       sub->add_option("--warmup", f->warmup, "untimed warmup calls")->check(CLI::Range(0, 1000));
       AddSharedOption(sub, "--eval-timeout", &f->timeout)->check(CLI::Range(1.0, 86400.0));
       sub->add_option("--atol", f->atol, "absolute tolerance (fp32)");
       sub->add_option("--rtol", f->rtol, "relative tolerance (fp32)");
+      kgym::cli::AddPrecisionFlag(sub, &f->precision);
       sub->add_option("--memory-limit-gb", f->memory_gb, "host memory limit of the candidate");
       AddSharedOption(sub, "--size", &f->size);
       AddSharedOption(sub, "--reference-backend", &f->reference_backend);
@@ -86,6 +94,9 @@ KGYM_REGISTER_COMMAND(
         req.backend = f->backend;
         req.num_correct_trials = f->correct_trials;
         req.num_perf_trials = f->perf_trials;
+        req.min_perf_trials = f->min_perf_trials;
+        req.perf_ci_target = f->perf_ci;
+        req.precision = f->precision;
         req.num_warmup = f->warmup;
         req.timeout_s = f->timeout;
         req.atol = f->atol;

@@ -16,6 +16,23 @@ inline void AddMemBudgetFlag(CLI::App* sub, double* gb) {
       "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
 }
 
+// How results are judged and timed, for the commands that evaluate (`kgym eval` sets the request's own; `kgym serve`
+// and `kgym worker` the default of requests that name none).
+inline void AddPrecisionFlag(CLI::App* sub, std::string* precision) {
+  sub->add_option("--precision", *precision,
+                  "strict: outputs past the fp32 error budget against an fp64 oracle are a precision downgrade "
+                  "(hacked); compat: KernelGYM's allclose alone, the precision class reported")
+      ->check(CLI::IsMember({"strict", "compat"}))
+      ->capture_default_str();
+}
+inline void AddMinPerfTrialsFlag(CLI::App* sub, int* n) {
+  sub->add_option("--min-perf-trials", *n,
+                  "adaptive trials: timed calls stop once the median's 95% interval is within 0.5%, after at least "
+                  "this many (the perf-trial count is the most); 0 = always the perf-trial count")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+}
+
 inline void AddEvaluatorFlags(CLI::App* sub, EvaluatorChoice* c) {
   sub->add_option("--evaluator", c->kind, "real, or simulated (serving-path benchmarks only)")
       ->check(CLI::IsMember({"real", "simulated"}));
@@ -32,6 +49,11 @@ inline void AddEvaluatorFlags(CLI::App* sub, EvaluatorChoice* c) {
       ->check(CLI::Range(0, 8));
   sub->add_flag("--quiet-timing", c->quiet_timing,
                 "other evaluations' device work (loads, correctness trials, fetches) starts only between timed holds");
+  AddPrecisionFlag(sub, &c->precision);
+  AddMinPerfTrialsFlag(sub, &c->min_perf_trials);
+  sub->add_flag("--no-freeze-neighbours", c->no_freeze_neighbours,
+                "leave the device's other workers running during a timed hold (by default they are frozen: cgroup "
+                "freezer or SIGSTOP; KGYM_FREEZER=signals forces signals)");
 }
 
 }  // namespace kgym::cli

@@ -36,7 +36,12 @@ struct EvalRequest {
   std::string device = "cpu";         // cpu | cuda
   int device_index = 0;               // physical GPU index when device == cuda
   int num_correct_trials = 5;
-  int num_perf_trials = 100;
+  int num_perf_trials = 100;  // timed calls: with adaptive trials, the most that run
+  // Adaptive trials (eval/adaptive_trials.h): the timed calls stop once their median's 95 % interval is within
+  // perf_ci_target of it, after at least min_perf_trials calls. -1 = the evaluator's default (20); 0 = off (every one
+  // of num_perf_trials runs).
+  int min_perf_trials = -1;
+  double perf_ci_target = 0.005;
   int num_warmup = 3;
   double timeout_s = 300;
   std::string reference_backend;  // "" / "pytorch" = eager; "torch_compile" = torch.compile
@@ -48,8 +53,11 @@ struct EvalRequest {
   bool train_mode = false;          // keep models in training mode (default: eval())
   double atol = 1e-2, rtol = 1e-2;  // fp32 tolerances (KernelBench v0.1 / KernelGYM)
   double atol_half = 1e-2, rtol_half = 1e-2;  // fp16 / bf16
-  double memory_limit_gb = 0;                 // host address-space limit for the candidate (0 = default)
-  std::string size = "";                      // task size hint passed to get_inputs (e.g. "small"), "" = default
+  // "strict" | "compat" (eval/precision.h): a downgrade past the fp32 budget is hacked, or only reported; "" = the
+  // evaluator's default.
+  std::string precision;
+  double memory_limit_gb = 0;  // host address-space limit for the candidate (0 = default)
+  std::string size = "";       // task size hint passed to get_inputs (e.g. "small"), "" = default
   bool unsafe_no_sandbox = false;
   nlohmann::json extra = nlohmann::json::object();  // fields we accept but do not interpret
 };

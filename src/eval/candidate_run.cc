@@ -5,10 +5,13 @@
 #include <optional>
 
 #include "eval/background_check.h"
+#include "eval/contention.h"
 #include "eval/gpu_timing.h"
 #include "eval/hack_rules.h"
 #include "eval/lent_buffers.h"
+#include "eval/precision.h"
 #include "eval/process_watch.h"
+#include "eval/timed_attempts.h"
 #include "eval/timed_calls.h"
 #include "eval/timing_stats.h"
 #include "eval/trial_checks.h"
@@ -54,7 +57,8 @@ nlohmann::json WorkerSteps(const nlohmann::json& header) {
 // What the correctness trials hand on to their rules.
 struct TrialOutputs {
   std::vector<const Values*> reference;
-  std::vector<bool> same_as_first;  // the candidate's outputs, per trial
+  std::vector<bool> same_as_first;                      // the candidate's outputs, per trial
+  std::vector<std::vector<OutputPrecision>> precision;  // default trials with an oracle (eval/precision.h)
 };
 
 // What the timing phase gathered, for the judgement.
@@ -64,8 +68,12 @@ struct TimingEvidence {
   nlohmann::json error_frame;  // an error frame in reply to a fetch (null = none)
   bool grad_ran = false;       // the decoy rule's grad-enabled call ran
   std::string grad_error;
-  std::unique_ptr<WorkerTimeline> timeline;  // GPU with the recorder
+  std::unique_ptr<WorkerTimeline> timeline;  // GPU with the recorder: the stream after the last attempt
   LockUse lock_use;                          // the device's timing lock (metadata.timing_lock)
+  int attempts = 0;                          // timed again where an attempt shared the device (eval/timed_attempts.h)
+  SharedCalls shared;                        // the last attempt's calls that shared the device
+  int fresh_first = -1;                      // the fresh calls' ids (the first attempt's)
+  int first_call = 0;                        // the last attempt's first call id
 };
 
 class CandidateRun {
@@ -81,7 +89,10 @@ class CandidateRun {
         r_(r),
         md_(r->metadata),
         t32_{req.atol, req.rtol},
-        t16_{req.atol_half, req.rtol_half} {}
+        t16_{req.atol_half, req.rtol_half},
+        precision_(ctx.precision) {
+    ParsePrecisionPolicy(req.precision, &precision_);  // "" (or unknown): the evaluator's default
+  }
 
   void Run() {
     const Clock::time_point t0 = Clock::now();
@@ -105,10 +116,14 @@ class CandidateRun {
   std::shared_ptr<const Region> Lend(nlohmann::json* h, std::vector<std::shared_ptr<const Region>>* regions);
   void CountLent(const Values& got);
   End JudgeCorrectness(const TrialOutputs& outs, int passed, const std::string& problem, const ProcessWatch& watch);
+  End JudgePrecisionOf(const TrialOutputs& outs);
+  void SetAsidePrecisionFlags();
   End Timing();
   End SendPool();
   TimedCallsParams TimingParams(bool cuda);
-  Status TimedPart(const TimedCallsParams& p, bool recorded);
+  void ReportCallCount(const TimedCallsParams& p);
+  Status DetectGrad(bool recorded);
+  Status FetchKept(const TimedCallsParams& p, TimedCallsResult* c);
   Status BurstsWhereTheyCount(const TimedCallsParams& p);
   CandidateTimingInputs TimingInputs() const;
   End Judge();
@@ -156,6 +171,7 @@ class CandidateRun {
   EvalResult* r_;
   nlohmann::json& md_;
   const Tolerance t32_, t16_;
+  PrecisionPolicy precision_;
   std::unique_ptr<WorkerSession> w_;
   std::string phase_ = "load";
   std::string correct_detail_;
@@ -170,6 +186,8 @@ class CandidateRun {
   // take turns, one written while the other is compared); null where the outputs are small.
   std::unique_ptr<LentBuffers> lent_;
   std::atomic<int> outputs_lent_{0};  // replies whose outputs came in a lent buffer
+  int kept_calls_ = 0;
+  double kept_fetch_s_ = 0;
 };
 
 // ---- start ----
@@ -323,6 +341,7 @@ End CandidateRun::Correctness() {
     if (tr->triton_launches >= 0) triton_launches_ = tr->triton_launches;
     outs.reference.push_back(&tr->ref->outputs);
     outs.same_as_first.push_back(tr->same_as_first);
+    if (tr->ref->variant == "default" && !tr->precision.empty()) outs.precision.push_back(tr->precision);
   }
   r_->correctness_detail = {{"trials", log}, {"atol", req_.atol}, {"rtol", req_.rtol}};
   md_["correctness_trials"] = "(" + std::to_string(passed) + " / " + std::to_string(trials.size()) + ")";
@@ -339,6 +358,7 @@ End CandidateRun::JudgeCorrectness(const TrialOutputs& outs, int passed, const s
                                    const ProcessWatch& watch) {
   const WatchEvidence& ev = watch.evidence();
   md_["correctness_new_thread_cpu_ms"] = NewThreadCpuMs(ev);
+  SetAsidePrecisionFlags();
   if (End v = InProcessEvidenceRule(w_->evidence(), ev, "")) {
     md_["hack_evidence"] = w_->evidence();
     return v;
@@ -358,6 +378,7 @@ End CandidateRun::JudgeCorrectness(const TrialOutputs& outs, int passed, const s
   md_["triton_launches_in_correctness"] = triton_launches_;
   if (req_.detect_decoy && req_.backend == "triton")
     if (End v = DecoyLaunchRule(triton_kernels_, triton_launches_, passed)) return v;
+  if (End v = JudgePrecisionOf(outs)) return v;
   r_->correctness = true;
   correct_detail_ = "correct on " + std::to_string(passed) + " trials";
   if (ref_.notes.value("reference_insensitive", false))  // CheckSensitivity (eval/reference_run.cc)
@@ -365,6 +386,29 @@ End CandidateRun::JudgeCorrectness(const TrialOutputs& outs, int passed, const s
         "; warning: the reference gave the same outputs on every trial's inputs, so a constant "
         "output passes (a degenerate problem at these sizes)";
   return std::nullopt;
+}
+
+// The precision class against the fp64 oracle (metadata.precision), and the strict policy's verdict on it.
+End CandidateRun::JudgePrecisionOf(const TrialOutputs& outs) {
+  const PrecisionJudgement j =
+      JudgePrecision(outs.precision, ref_.notes.value(protocol::note::kPrecisionLevels, nlohmann::json::object()));
+  md_["precision"] = j.ToJson();
+  md_["precision"]["policy"] = PrecisionPolicyName(precision_);
+  return PrecisionDowngradeRule(j, precision_);
+}
+
+// Under compat, a changed backend flag (allow_tf32, ...) is judged like a downgrade inside a kernel: by the outputs'
+// precision, which compat reports and does not judge. The flags seen stay in metadata.precision_flags_evidence.
+void CandidateRun::SetAsidePrecisionFlags() {
+  if (precision_ != PrecisionPolicy::kCompat || !w_->evidence().is_array()) return;
+  nlohmann::json kept = nlohmann::json::array();
+  for (const auto& e : w_->evidence()) {
+    if (e.is_array() && !e.empty() && e[0] == protocol::evidence::kPrecisionDowngrade)
+      md_["precision_flags_evidence"] = e;
+    else
+      kept.push_back(e);
+  }
+  w_->evidence() = kept;
 }
 
 // ---- timing ----
@@ -395,25 +439,24 @@ End CandidateRun::Timing() {
   timed_watch_ = std::make_unique<ProcessWatch>(w_->harness_pid(), w_->hello_threads(), true, CpuClockFor(req_.device));
   // The worker readies its live inputs and flush buffer before the lock: only the timed part holds the device.
   Status s = StartTimedCalls(w_.get(), p, dl_.at);
-  if (s.ok()) s = TimedPart(p, recorded);
-  // The kept outputs travel and are compared now, with the device free for the next evaluation's timed calls.
-  if (s.ok() && !timing_.calls.kept.empty()) {
-    s = FetchKeptOutputs(w_.get(), p, dl_.at, &timing_.calls);
-    md_["timing_kept_calls"] = timing_.calls.kept.size();
-    md_["timing_kept_fetch_s"] = timing_.calls.kept_fetch_s;
+  TimedAttempts a(w_.get(), ctx_.timing, TimingLock::DeviceOf(req_), dl_.at, timed_watch_.get(), &timing_.lock_use);
+  if (s.ok()) {
+    TimedAttempts::Hooks hooks;
+    hooks.under_lock = [&] { return DetectGrad(recorded); };
+    // The kept outputs travel and are compared after each attempt's hold, with the device free for other timed calls.
+    hooks.after_lock = [&](TimedCallsResult* c) { return FetchKept(p, c); };
+    hooks.timeline_wanted = [&] { return timing_.error_frame.is_null() && timing_.wrong_result.empty(); };
+    s = a.Run(p, recorded, hooks);
+    if (s.ok()) s = a.timeline_status;
   }
-  const bool judged = s.ok() && timing_.error_frame.is_null() && recorded && timing_.wrong_result.empty();
-  // The kernel recorder's stream (timed calls, then the grad-enabled detection call); a wrong result is judged
-  // without it.
-  if (judged) {
-    timing_.timeline = std::make_unique<WorkerTimeline>();
-    const Clock::time_point f0 = Clock::now();
-    s = FetchTimeline(w_.get(), dl_.at, timing_.timeline.get());
-    md_["timeline_fetch_s"] = Seconds(Clock::now() - f0);
-    md_["timeline_bytes"] = timing_.timeline->bytes;
-  }
-  if (judged && s.ok()) s = BurstsWhereTheyCount(p);
-  const nlohmann::json parts = timing_.calls.times.ToJson();  // named: items() refers to it
+  timing_.calls = std::move(a.calls);
+  timing_.timeline = std::move(a.timeline);
+  timing_.shared = a.shared;
+  timing_.attempts = a.attempts;
+  timing_.first_call = a.last.first_call;
+  if (timing_.timeline && s.ok()) s = BurstsWhereTheyCount(a.last);
+  ReportCallCount(p);
+  const nlohmann::json parts = a.times.ToJson();  // named: items() refers to it
   for (auto& [k, x] : parts.items()) timing_.lock_use.hold[k] = x;
   md_["timing_lock"] = timing_.lock_use.ToJson();
   if (s.code() == Status::Code::kInvalidArgument) {
@@ -425,11 +468,45 @@ End CandidateRun::Timing() {
   return std::nullopt;
 }
 
+// An attempt's kept outputs, fetched and compared outside the lock.
+Status CandidateRun::FetchKept(const TimedCallsParams& p, TimedCallsResult* c) {
+  if (c->kept.empty()) return Status::Ok();
+  Status s = FetchKeptOutputs(w_.get(), p, dl_.at, c);
+  kept_calls_ += static_cast<int>(c->kept.size());
+  kept_fetch_s_ += c->kept_fetch_s;
+  md_["timing_kept_calls"] = kept_calls_;
+  md_["timing_kept_fetch_s"] = kept_fetch_s_;
+  return s;
+}
+
+// How many timed calls ran and why they stopped (adaptive trials: the median's interval when they did).
+void CandidateRun::ReportCallCount(const TimedCallsParams& p) {
+  const auto& c = timing_.calls;
+  md_["timing_calls"] = c.bracket_ms.size();
+  if (p.drain_wait_s > 0) {  // exclusive device time's second line (eval/contention.h)
+    md_["timing_attempts"] = timing_.attempts;
+    md_["timing_drained"] = c.drained;
+    md_["timing_drain_probes"] = c.drain_probes;
+    md_["timing_shared_calls"] = timing_.shared.count;
+    if (!c.drained || !timing_.shared.clean) md_["timing_contended"] = true;
+  }
+  if (!p.adaptive) return;
+  md_["timing_min_calls"] = p.adaptive->floor;
+  md_["timing_stopped"] = c.stopped_early ? "interval" : "ceiling";
+  if (c.bracket_ci.known) {
+    md_["timing_median_ci_ms"] = {c.bracket_ci.lo, c.bracket_ci.hi};
+    md_["timing_median_ci_rel"] = c.bracket_ci.RelativeHalfWidth();
+  }
+}
+
 TimedCallsParams CandidateRun::TimingParams(bool cuda) {
   const int sets = static_cast<int>(ref_.pool.size());
   TimedCallsParams p;
   p.warmup = std::max(1, req_.num_warmup);
   p.calls = std::max(1, req_.num_perf_trials);
+  // Adaptive trials (eval/adaptive_trials.h): num_perf_trials becomes the ceiling.
+  const int floor = req_.min_perf_trials >= 0 ? req_.min_perf_trials : ctx_.min_perf_trials;
+  if (floor > 0 && floor < p.calls) p.adaptive = StopRule{std::max(floor, 6), req_.perf_ci_target};
   p.rotation_sets = sets - FreshSets(sets);
   p.fresh_sets = FreshSets(sets);
   p.flush_mb = cuda ? 256 : 0;
@@ -437,7 +514,9 @@ TimedCallsParams CandidateRun::TimingParams(bool cuda) {
   p.keep_free = cuda ? kKeepFreeCuda : 0;
   p.seed = MixSeed(ctx_.secret ^ 0x5eed);
   p.null_calls = cuda;
-  p.bursts = false;  // BurstsWhereTheyCount
+  p.drain_wait_s = cuda ? kDrainWaitS : 0;
+  timing_.fresh_first = p.calls;  // the first attempt's (first_call 0)
+  p.bursts = false;               // BurstsWhereTheyCount
   p.await_quiet = [this] { AwaitQuiet(); };
   if (lent_) p.lend = [this] { return lent_->Free(); };
   p.verify = [this](int call, int set, const Frame& out) {
@@ -457,14 +536,13 @@ TimedCallsParams CandidateRun::TimingParams(bool cuda) {
   return p;
 }
 
-// Under the device's timing lock: the timed calls and the decoy rule's second run (grad enabled; it is GPU work).
-Status CandidateRun::TimedPart(const TimedCallsParams& p, bool recorded) {
-  TimedHold hold(ctx_.timing, TimingLock::DeviceOf(req_), &timing_.lock_use);
-  Status s = TimedCalls(w_.get(), p, dl_.at, timed_watch_.get(), &timing_.calls);
-  if (!s.ok() || !recorded || req_.backend != "triton" || !req_.detect_decoy || !timing_.wrong_result.empty()) return s;
+// The decoy rule's second run, under the first attempt's lock (grad enabled; it is GPU work): Triton candidates with
+// the kernel recorder whose timed calls returned right results.
+Status CandidateRun::DetectGrad(bool recorded) {
+  if (!recorded || req_.backend != "triton" || !req_.detect_decoy || !timing_.wrong_result.empty()) return Status::Ok();
   Frame d;
   const Clock::time_point d0 = Clock::now();
-  s = w_->Send({{field::kType, kind::kDetect}});
+  Status s = w_->Send({{field::kType, kind::kDetect}});
   if (s.ok()) s = w_->RecvReply(dl_.at, &d);
   if (s.ok()) {
     timing_.grad_ran = d.header.value(field::kType, "") == kind::kDetected && !d.header.contains(field::kError);
@@ -482,7 +560,7 @@ Status CandidateRun::TimedPart(const TimedCallsParams& p, bool recorded) {
 Status CandidateRun::BurstsWhereTheyCount(const TimedCallsParams& p) {
   md_["timing_bursts_ran"] = false;
   if (!JudgeCandidateTiming(TimingInputs()).bursts_could_lower) return Status::Ok();
-  TimedHold hold(ctx_.timing, TimingLock::DeviceOf(req_), &timing_.lock_use);
+  TimedHold hold(ctx_.timing, TimingLock::DeviceOf(req_), &timing_.lock_use, w_.get());
   md_["timing_bursts_ran"] = true;
   return TimedBursts(w_.get(), p, dl_.at, timed_watch_.get(), &timing_.calls);
 }
@@ -498,6 +576,9 @@ CandidateTimingInputs CandidateRun::TimingInputs() const {
   ti.burst_ms = c.bursts.model_ms;
   ti.null_burst_ms = c.bursts.null_ms;
   ti.burst_k = c.bursts.k;
+  ti.first_call = timing_.first_call;
+  ti.fresh_first = timing_.fresh_first;
+  ti.shared = timing_.shared.shared;
   ti.ref = ref_.device;
   ti.code = req_.kernel_code;
   ti.backend = req_.backend;
@@ -516,6 +597,7 @@ CandidateTimingInputs CandidateRun::TimingInputs() const {
 End CandidateRun::JudgeTimingRules() {
   const WatchEvidence& ev = timed_watch_->evidence();
   md_["timing_new_thread_cpu_ms"] = NewThreadCpuMs(ev);
+  SetAsidePrecisionFlags();
   if (End v = InProcessEvidenceRule(w_->evidence(), ev, " during timing")) {
     md_["hack_evidence"] = w_->evidence();
     return v;
@@ -530,11 +612,12 @@ End CandidateRun::JudgeTimingRules() {
   if (End v = ThreadGrowthRule(ev, " during timing")) return v;
   if (End v = WrongTimedResultRule(timing_.wrong_result)) return v;
   const auto& c = timing_.calls;
-  const double repeat = RepeatSpeedRatio(c.fresh_ms, c.bracket_ms);
+  const std::vector<double> rotation = Unshared(c.bracket_ms, timing_.shared);  // shared calls are never judged
+  const double repeat = RepeatSpeedRatio(c.fresh_ms, rotation);
   md_["timing_repeat_ratio"] = repeat;
   md_["timing_fresh_set_ms"] = c.fresh_ms;
   if (c.fresh_ms.size() >= 3 && repeat < 0.5) md_["timing_repeat_suspicious"] = true;
-  return FreshSetCachingRule(c.fresh_ms, c.bracket_ms);
+  return FreshSetCachingRule(c.fresh_ms, rotation);
 }
 
 End CandidateRun::Judge() {
@@ -565,6 +648,8 @@ void CandidateRun::Finish() {
   if (ctx_.timing->quiet()) md_["quiet_wait_s"] = quiet_wait_s_;
   if (lent_) md_["lent_buffers"] = {{"bytes", lent_->bytes()}, {"made", lent_->made()}, {"used", outputs_lent_.load()}};
   if (!w_) return;
+  // How long other evaluations' timed holds kept this worker frozen (not counted against its deadlines).
+  md_["frozen_s"] = Seconds(w_->FrozenFor());
   SamplePeak();
   if (worker_peak_ > 0) md_["host_memory"]["candidate_worker_peak_bytes"] = worker_peak_;
   if (!w_->killed()) w_->Send({{field::kType, kind::kFinish}});

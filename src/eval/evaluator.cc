@@ -58,7 +58,7 @@ class EvaluatorImpl : public Evaluator, public WorkerSource {
       : opt_(std::move(o)),
         ext_cache_(opt_.extension_cache_root),
         references_(opt_.reference_cache_bytes),
-        timing_(opt_.quiet_timing),
+        timing_(opt_.quiet_timing, opt_.freeze_neighbours),
         spares_(opt_.spare_workers) {
     std::random_device rd;
     secret_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -90,16 +90,27 @@ class EvaluatorImpl : public Evaluator, public WorkerSource {
 
   Status StartReference(const EvalRequest& req, Clock::time_point deadline,
                         std::unique_ptr<WorkerSession>* out) override {
-    return Fork(role::kReference, Policy(req, role::kReference), deadline, out);
+    return Fork(role::kReference, Policy(req, role::kReference), TimingLock::DeviceOf(req), deadline, out);
   }
   Status StartCandidate(const EvalRequest& req, const std::string& extension_dir, Clock::time_point deadline,
                         std::unique_ptr<WorkerSession>* out, std::string* how) override;
 
  private:
   nlohmann::json Policy(const EvalRequest& req, const std::string& role, const std::string& extension_dir = "");
-  Status Fork(const std::string& role, const nlohmann::json& policy, Clock::time_point deadline,
-              std::unique_ptr<WorkerSession>* out) {
-    return WorkerSession::Start(zygote_.get(), {{"role", role}, {"policy", policy}}, deadline, out);
+  // A worker for `device`, enlisted there while it lives (a timed hold of another run on the device freezes it).
+  RunContext Context() {
+    RunContext c{this, &timing_, &ext_cache_, &cancel_all_, secret_, opt_.sandbox, opt_.lent_buffers};
+    ParsePrecisionPolicy(opt_.precision, &c.precision);
+    c.min_perf_trials = opt_.min_perf_trials;
+    return c;
+  }
+  Status Fork(const std::string& role, const nlohmann::json& policy, const std::string& device,
+              Clock::time_point deadline, std::unique_ptr<WorkerSession>* out) {
+    Status s = WorkerSession::Start(zygote_.get(), {{"role", role}, {"policy", policy}}, deadline, out);
+    if (*out) {
+      if (auto e = timing_.Enlist(device, out->get()); e) (*out)->KeepUntilEnd(std::shared_ptr<void>(std::move(e)));
+    }
+    return s;
   }
   // Reference data, from the cache or a pristine worker; a reference that failed says so in its error_kind. Its
   // note "reference_prepared_by" says who computed it: "evaluation" or "look-ahead" (PrepareReference).
@@ -127,12 +138,14 @@ nlohmann::json EvaluatorImpl::Doctor() {
   nlohmann::json d;
   d["python"] = zygote_->Hello();
   std::unique_ptr<WorkerSession> w;
-  Status s = Fork(role::kProbe, Policy(EvalRequest{}, role::kCandidate), Clock::now() + std::chrono::seconds(30), &w);
+  Status s =
+      Fork(role::kProbe, Policy(EvalRequest{}, role::kCandidate), "probe", Clock::now() + std::chrono::seconds(30), &w);
   if (!s.ok()) {
     d["error"] = s.ToString();
     return d;
   }
   d["protections"] = w->hello().value(field::kProtections, nlohmann::json::object());
+  d["freezer"] = w->freeze_mode();  // how a timed hold stops the device's other workers
   d["missing"] = MissingProtections(d["protections"]);
   d["devices"] = Devices();
   return d;
@@ -177,14 +190,15 @@ Status EvaluatorImpl::StartCandidate(const EvalRequest& req, const std::string& 
     *how = spares_.Take(
         key.dump(), deadline,
         [this, req](std::unique_ptr<WorkerSession>* w) {
-          return Fork(role::kCandidate, Policy(req, role::kCandidate), Clock::now() + std::chrono::seconds(120), w);
+          return Fork(role::kCandidate, Policy(req, role::kCandidate), TimingLock::DeviceOf(req),
+                      Clock::now() + std::chrono::seconds(120), w);
         },
         out);
     if (*out && (*out)->Alive()) return Status::Ok();
     out->reset();
     *how = "fresh";
   }
-  return Fork(role::kCandidate, policy, deadline, out);
+  return Fork(role::kCandidate, policy, TimingLock::DeviceOf(req), deadline, out);
 }
 
 bool DefinesEntryPoint(const EvalRequest& req) {
@@ -202,7 +216,7 @@ bool EvaluatorImpl::PrepareReference(const EvalRequest& req, const std::atomic<b
   if (cancel_all_ || (cancel && cancel->load()) || !DefinesEntryPoint(req)) return false;
   if (references_.Touch(ReferenceKey(req))) return true;
   if (!references_.RoomForAnother()) return false;
-  const RunContext ctx{this, &timing_, &ext_cache_, &cancel_all_, secret_, opt_.sandbox, opt_.lent_buffers};
+  const RunContext ctx = Context();
   return Reference(req, DeadlineFrom(Clock::now(), req.timeout_s), ctx, "look-ahead")->error_kind.empty();
 }
 
@@ -231,7 +245,7 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
         &r);
     return r;
   }
-  const RunContext ctx{this, &timing_, &ext_cache_, &cancel_all_, secret_, opt_.sandbox, opt_.lent_buffers};
+  const RunContext ctx = Context();
   clock.Advance("reference");
   auto ref = Reference(req, dl, ctx, "evaluation");
   md["reference_cache_key"] = ref->key;

@@ -46,6 +46,13 @@ struct EvaluatorOptions {
   // Other evaluations' device work outside the timing lock starts only between timed holds (eval/timing_lock.h:
   // quiet timing); off: it overlaps the timed calls (a GPU time-slices between processes).
   bool quiet_timing = false;
+  // Exclusive device time: a timed hold freezes the other workers of its device (eval/timing_lock.h). Off: they run on
+  // beside the timed calls.
+  bool freeze_neighbours = true;
+  // The precision policy of requests that name none (EvalRequest::precision): "strict" or "compat".
+  std::string precision = "strict";
+  // Adaptive trials' floor for requests that name none (EvalRequest::min_perf_trials; 0 = off).
+  int min_perf_trials = 20;
   // Output buffers lent to each candidate's worker where its outputs take 1 MiB or more (eval/lent_buffers.h); 0 =
   // none (the worker makes a memfd per reply).
   int lent_buffers = 3;

@@ -316,7 +316,7 @@ std::string TimelineProblem(const CandidateTimingInputs& in, TimedSpans* sp) {
   if (in.ref.span_median_ms < 0) return "the reference has no usable kernel timeline";
   if (!in.timeline) return "the candidate's worker had no kernel recorder";
   if (!in.timeline->ok) return in.timeline->problem;
-  *sp = SpansOfTimedCalls(in.timeline->timeline, n);
+  *sp = SpansOfTimedCalls(in.timeline->timeline, n, in.first_call);
   if (sp->missing > 0 || sp->span_ms.empty())
     return "the kernel timeline lacks " + std::to_string(sp->missing) + " of " + std::to_string(n) + " timed calls";
   return "";
@@ -390,7 +390,8 @@ void RecordCrossCheck(const CandidateTimingInputs& in, const TimedSpans& sp, con
 // before every call either way).
 std::optional<Verdict> JudgeDeviceCaching(const CandidateTimingInputs& in, const TimedSpans& sp, nlohmann::json* md) {
   if (in.fresh_calls < 3) return std::nullopt;
-  TimedSpans fr = SpansOfTimedCalls(in.timeline->timeline, in.fresh_calls, static_cast<int>(in.bracket_ms.size()));
+  const int fresh_first = in.fresh_first >= 0 ? in.fresh_first : in.first_call + static_cast<int>(in.bracket_ms.size());
+  TimedSpans fr = SpansOfTimedCalls(in.timeline->timeline, in.fresh_calls, fresh_first);
   if (fr.missing != 0 || fr.busy_ms.empty()) {
     (*md)["timeline_fresh_problem"] = "the kernel timeline lacks " + std::to_string(fr.missing) + " of " +
                                       std::to_string(in.fresh_calls) + " fresh-set calls";
@@ -445,14 +446,31 @@ std::optional<Verdict> JudgeRoofline(const CandidateTimingInputs& in, double med
   return v;
 }
 
+// Each series of the timed calls without the calls that shared the device (eval/contention.h).
+void LeaveOutShared(const std::vector<bool>& shared, CandidateTimingInputs* in, TimedSpans* sp) {
+  auto keep = [&](std::vector<double>* v) {
+    if (v->size() != shared.size()) return;
+    std::vector<double> kept;
+    for (size_t i = 0; i < v->size(); ++i)
+      if (!shared[i]) kept.push_back((*v)[i]);
+    *v = std::move(kept);
+  };
+  for (auto* v : {&in->bracket_ms, &in->event_ms, &sp->span_ms, &sp->busy_ms, &sp->kernel_ms}) keep(v);
+}
+
 }  // namespace
 
-CandidateTimingVerdict JudgeCandidateTiming(const CandidateTimingInputs& in) {
+CandidateTimingVerdict JudgeCandidateTiming(const CandidateTimingInputs& all) {
   CandidateTimingVerdict v;
   auto& md = v.metadata;
   TimedSpans sp;
-  const std::string problem = TimelineProblem(in, &sp);
+  const std::string problem = TimelineProblem(all, &sp);
   if (!problem.empty()) md["timeline_problem"] = problem;
+  CandidateTimingInputs in = all;
+  if (std::count(all.shared.begin(), all.shared.end(), true) > 0) {
+    in.fresh_first = all.fresh_first >= 0 ? all.fresh_first : all.first_call + static_cast<int>(all.bracket_ms.size());
+    LeaveOutShared(all.shared, &in, &sp);
+  }
   const Overheads o = ChooseReportedTime(in, sp, problem.empty(), &v);
   if (!problem.empty()) return v;
   RecordCrossCheck(in, sp, o, &md);

@@ -124,7 +124,11 @@ struct CandidateTimingInputs {
   std::vector<double> burst_ms;              // the supervisor's brackets of pipelined model bursts, same process
   std::vector<double> null_burst_ms;         // ... and of the flush-only bursts
   int burst_k = 0;                           // calls per burst (0: no bursts)
-  int fresh_calls = 0;                       // calls n..n+fresh_calls-1 ran on input sets used once each
+  int first_call = 0;                        // the timed calls' ids: first_call..first_call+n-1
+  int fresh_calls = 0;                       // calls fresh_first.. ran on input sets used once each
+  int fresh_first = -1;                      // < 0: first_call + n
+  // Timed calls that shared the device (eval/contention.h; empty: none known): left out of every series judged.
+  std::vector<bool> shared;
   ReferenceDeviceTiming ref;
   std::string code;
   std::string backend = "triton";

@@ -83,6 +83,20 @@ std::optional<Verdict> ConstantOutputRule(const std::vector<const Values*>& refe
                          "the output is bit-identical for different inputs while the reference's changes");
 }
 
+std::optional<Verdict> PrecisionDowngradeRule(const PrecisionJudgement& j, PrecisionPolicy policy) {
+  if (policy != PrecisionPolicy::kStrict || !j.known || j.within_budget) return std::nullopt;
+  std::string level = j.cls == "tf32" ? "TF32" : j.cls;
+  std::replace(level.begin(), level.end(), '_', ' ');
+  std::string o = "its outputs are " + level + "-level: relative L2 error " + Number(j.candidate_rel_l2) +
+                  " against the fp64 oracle";
+  if (j.error_ratio >= 0)
+    o += ", " + Number(j.error_ratio) + "x the reference's own " + Number(j.reference_rel_l2);
+  else
+    o += " where the reference is exact";
+  o += " (budget " + Number(j.budget_rel_l2) + "; `--precision compat` reports it instead)";
+  return Verdict::Hacked("precision downgrade", o);
+}
+
 std::optional<Verdict> DecoyLaunchRule(const std::vector<std::string>& defined, int64_t launches, int calls) {
   if (defined.empty() || launches > 0) return std::nullopt;
   std::string names;

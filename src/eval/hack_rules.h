@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "eval/precision.h"
 #include "eval/process_watch.h"
 #include "eval/tensor.h"
 #include "eval/verdict.h"
@@ -61,6 +62,12 @@ std::optional<Verdict> ThreadGrowthRule(const WatchEvidence& watch, const std::s
 std::optional<Verdict> ConstantOutputRule(const std::vector<const Values*>& reference_outputs,
                                           const std::vector<bool>& same_as_first);
 
+// Precision downgrade seen in the outputs (eval/precision.h): under the strict policy, an output whose error against
+// the fp64 oracle is past its budget (kBudgetRatio x the reference's own, at least the dtype's floor). The same verdict
+// as a global backend flag changed in-process (InProcessEvidenceRule), whether the downgrade came from a flag or from
+// inside a kernel (a Triton tl.dot in TF32, a bf16 GEMM). Under compat nothing is judged: the class is reported.
+std::optional<Verdict> PrecisionDowngradeRule(const PrecisionJudgement& judgement, PrecisionPolicy policy);
+
 // Decoy kernel (launch counts): a Triton candidate defines Triton kernels, none of which ran in `calls` correctness
 // calls. `defined` are their names.
 std::optional<Verdict> DecoyLaunchRule(const std::vector<std::string>& defined, int64_t launches, int calls);
@@ -72,6 +79,9 @@ std::optional<Verdict> DecoyLaunchRule(const std::vector<std::string>& defined, 
 // an honest worker there still shows bursts of 1.8-2.0 ms of CPU in several consecutive windows, in the call and
 // between calls alike (an honest relu: 0.2, 0.09, 1.78, 1.88, 1.80 ms between calls, its reference 0.16); work
 // deferred past 3 ms a call is seen, less is not (on a GPU the kernel recorder sees device work after "done").
+// On a GPU the harness waits for the refill's device work between calls on a blocking event (the thread sleeps), never
+// with a spinning synchronisation: spinning costs CPU for as long as the device takes, which grows with whatever else
+// shares the GPU, and once read 4.6 ms "between calls" on an honest candidate whose GPU was contended (issue 32).
 constexpr double kDeferFloorMs = 3.0;
 constexpr size_t kDeferMinSamples = 3;
 std::optional<Verdict> DeferredWorkRule(const std::vector<double>& cpu_inside_ms,

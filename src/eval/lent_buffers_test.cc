@@ -40,10 +40,11 @@ TEST(LentBuffers, LayoutMatchesTheWorkersPacking) {
 TEST(LentBuffers, HeldOutputsAreBoundedByTheBuffersWhereOutputsAreLarge) {
   ReferenceData big, small;
   for (int i = 0; i < 5; ++i) {
-    big.trials.push_back({"default", false, {}, Floats(1 << 19, 1.0f)});  // 2 MiB each
-    small.trials.push_back({"default", false, {}, Floats(1000, 1.0f)});
+    big.trials.push_back({"default", false, {}, Floats(1 << 19, 1.0f), {}, {}});  // 2 MiB each
+    small.trials.push_back({"default", false, {}, Floats(1000, 1.0f), {}, {}});
   }
-  big.pool.push_back({"default", false, {}, Floats((1 << 19) + 16, 1.0f)});  // the largest sets the buffers' size
+  big.pool.push_back(
+      {"default", false, {}, Floats((1 << 19) + 16, 1.0f), {}, {}});  // the largest sets the buffers' size
   EXPECT_EQ(LendBytes(big, 3), (size_t{1} << 21) + 64);
   EXPECT_EQ(LendBytes(big, 0), 0u);    // lending off
   EXPECT_EQ(LendBytes(small, 3), 0u);  // outputs under kLendMinBytes

@@ -27,6 +27,8 @@ struct ReferenceTrial {
                          // nonzeros per tensor of falling magnitudes, zeros elsewhere)
   bool skipped = false;  // the reference was not finite on this variant: not used
   Values inputs, outputs;
+  // Default trials: the fp64 oracle's values and their flat indices per output (eval/precision.h); empty without one.
+  Values oracle, oracle_index;
 };
 
 struct ReferenceData {

@@ -11,7 +11,7 @@ size_t ReferenceData::Bytes() const {
   auto add = [&](const Values& vs) {
     for (const auto& v : vs) n += v.tensor.nbytes;
   };
-  for (const auto& t : trials) add(t.inputs), add(t.outputs);
+  for (const auto& t : trials) add(t.inputs), add(t.outputs), add(t.oracle), add(t.oracle_index);
   for (const auto& t : pool) add(t.inputs), add(t.outputs);
   return n;
 }

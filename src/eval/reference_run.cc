@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "eval/process_watch.h"
+#include "eval/timed_attempts.h"
 #include "eval/timed_calls.h"
 #include "eval/timing_stats.h"
 #include "sandbox/process_stats.h"
@@ -135,6 +136,10 @@ class ReferenceRun {
   bool DecodeSet(const char* what, ReferenceTrial* t) {
     Status s = DecodeValues(f_.header, field::kInputs, f_.payload, f_.regions, &t->inputs);
     if (s.ok()) s = DecodeValues(f_.header, field::kOutputs, f_.payload, f_.regions, &t->outputs);
+    if (s.ok() && f_.header.contains(field::kOracle)) {
+      s = DecodeValues(f_.header, field::kOracle, f_.payload, f_.regions, &t->oracle);
+      if (s.ok()) s = DecodeValues(f_.header, field::kOracleIndex, f_.payload, f_.regions, &t->oracle_index);
+    }
     if (!s.ok()) return Fail("invalid", std::string("reference ") + what + " values: " + s.message()), false;
     if (SharesRegion(t->inputs, t->outputs))
       return Fail("invalid", std::string("reference ") + what + " inputs and outputs share a shared-memory region"),
@@ -166,7 +171,8 @@ class ReferenceRun {
   }
 
   bool Time();
-  void RecordTimeline(const TimedCallsResult& timed);
+  void RecordTimeline(const TimedCallsResult& timed, const WorkerTimeline& tl, int first_call,
+                      const SharedCalls& shared);
   void CheckSensitivity();
   void Finish();
 
@@ -179,10 +185,14 @@ class ReferenceRun {
   Frame f_;
 };
 
-// The reference's timed calls, under the device's timing lock; on a GPU with the recorder, its kernel timeline.
+// The reference's timed calls, under the device's timing lock; on a GPU with the recorder, its kernel timeline. Timed
+// again where an attempt shared the device (eval/contention.h), as a candidate is: its time is every candidate's
+// denominator.
 bool ReferenceRun::Time() {
   const bool cuda = req_.device == "cuda";
+  const bool recorded = cuda && w_->hello().value(field::kRecorder, "") == "on";
   const int sets = static_cast<int>(ref_->pool.size());
+  const std::string device = TimingLock::DeviceOf(req_);
   TimedCallsParams p;
   p.warmup = std::max(1, req_.num_warmup);
   p.calls = std::max(1, req_.num_perf_trials);
@@ -190,16 +200,16 @@ bool ReferenceRun::Time() {
   p.flush_mb = cuda ? 256 : 0;
   p.seed = base_ + 7;
   p.null_calls = cuda;
+  p.drain_wait_s = cuda ? kDrainWaitS : 0;
   // No verify: the reference's outputs are its own, so none of its timed calls is fetched.
   ProcessWatch watch(w_->harness_pid(), {}, /*count_threads=*/false, CpuClockFor(req_.device));
-  TimedCallsResult timed;
-  Status s = StartTimedCalls(w_.get(), p, dl_.at);  // before the lock: the worker readies its live inputs
   LockUse lock_use;
-  if (s.ok()) {
-    TimedHold hold(ctx_.timing, TimingLock::DeviceOf(req_), &lock_use);
-    s = TimedCalls(w_.get(), p, dl_.at, &watch, &timed);
-  }
-  lock_use.hold = timed.times.ToJson();
+  TimedAttempts a(w_.get(), ctx_.timing, device, dl_.at, &watch, &lock_use);
+  Status s = StartTimedCalls(w_.get(), p, dl_.at);  // before the lock: the worker readies its live inputs
+  if (s.ok()) s = a.Run(p, recorded);
+  const TimedCallsResult& timed = a.calls;
+  const SharedCalls& shared = a.shared;
+  lock_use.hold = a.times.ToJson();
   ref_->notes["reference_timing_lock"] = lock_use.ToJson();
   if (s.code() == Status::Code::kInvalidArgument) {
     auto h = nlohmann::json::parse(s.message(), nullptr, false);
@@ -209,14 +219,23 @@ bool ReferenceRun::Time() {
   }
   if (!s.ok()) return Failed(s, "reference timing"), false;
   auto& notes = ref_->notes;
-  ref_->timing = ComputeTimingStats(timed.bracket_ms);
+  if (cuda) {
+    notes["reference_timing_attempts"] = a.attempts;
+    notes["reference_timing_drained"] = timed.drained;
+    notes["reference_timing_shared_calls"] = shared.count;
+  }
+  ref_->timing = ComputeTimingStats(Unshared(timed.bracket_ms, shared));
   notes["reference_supervisor_median_ms"] = ref_->timing->median;
   if (!timed.bursts.null_ms.empty()) {
     ref_->device.null_burst_ms = Median(timed.bursts.null_ms);
     notes["reference_burst_per_call_ms"] =
         BurstPerCallMs(timed.bursts.model_ms, timed.bursts.null_ms, timed.bursts.k, 0);
   }
-  if (cuda && w_->hello().value(field::kRecorder, "") == "on") RecordTimeline(timed);
+  if (recorded) {
+    WorkerTimeline none;
+    none.problem = "the reference's timeline could not be read";
+    RecordTimeline(timed, a.timeline ? *a.timeline : none, a.last.first_call, shared);
+  }
   notes["reference_self_reported_median_ms"] = ComputeTimingStats(timed.self_ms).median;
   notes["reference_cpu_inside_call_ms"] = Median(watch.evidence().cpu_inside_ms);
   notes["reference_cpu_between_calls_ms"] = Median(watch.evidence().cpu_between_ms);
@@ -225,15 +244,15 @@ bool ReferenceRun::Time() {
 }
 
 // The reference is timed by its kernels where its timeline is usable; its brackets then give the harness's overhead.
-void ReferenceRun::RecordTimeline(const TimedCallsResult& timed) {
+// `tl`: the stream after the last attempt, whose calls start at `first_call`; `shared` of them left out.
+void ReferenceRun::RecordTimeline(const TimedCallsResult& timed, const WorkerTimeline& tl, int first_call,
+                                  const SharedCalls& shared) {
   auto& notes = ref_->notes;
-  WorkerTimeline tl;
-  Status ts = FetchTimeline(w_.get(), dl_.at, &tl);
-  std::string problem = ts.ok() ? tl.problem : ts.ToString();
+  std::string problem = tl.ok ? "" : tl.problem.empty() ? "the reference's timeline could not be read" : tl.problem;
   TimedSpans sp;
   const int n = static_cast<int>(timed.bracket_ms.size());
   if (problem.empty()) {
-    sp = SpansOfTimedCalls(tl.timeline, n);
+    sp = SpansOfTimedCalls(tl.timeline, n, first_call);
     if (sp.missing > 0 || sp.span_ms.empty())
       problem = "the reference's timeline lacks timed calls";
     else if (sp.empty > 0)  // a stream whose operations lost their call tags reads as calls taking no time
@@ -241,17 +260,18 @@ void ReferenceRun::RecordTimeline(const TimedCallsResult& timed) {
                 std::to_string(n) + " timed calls";
   }
   if (problem.empty()) {
-    ref_->timing = ComputeTimingStats(sp.span_ms);
+    const std::vector<double> spans = Unshared(sp.span_ms, shared), brackets = Unshared(timed.bracket_ms, shared);
+    ref_->timing = ComputeTimingStats(spans);
     ref_->device.span_median_ms = ref_->timing->median;
-    ref_->device.gap_ms = std::max(0.0, Median(timed.bracket_ms) - ref_->device.span_median_ms);
+    ref_->device.gap_ms = std::max(0.0, Median(brackets) - ref_->device.span_median_ms);
     ref_->device.kernel_names = sp.kernel_names;
     if (!timed.null_ms.empty()) {
       ref_->device.null_ms = Median(timed.null_ms);
       notes["reference_null_call_median_ms"] = ref_->device.null_ms;
       notes["reference_host_ms"] = std::max(0.0, ref_->device.gap_ms - ref_->device.null_ms);
     }
-    notes["reference_timeline_busy_median_ms"] = Median(sp.busy_ms);
-    notes["reference_timeline_kernel_sum_median_ms"] = Median(sp.kernel_ms);
+    notes["reference_timeline_busy_median_ms"] = Median(Unshared(sp.busy_ms, shared));
+    notes["reference_timeline_kernel_sum_median_ms"] = Median(Unshared(sp.kernel_ms, shared));
     notes["reference_harness_overhead_ms"] = ref_->device.gap_ms;
     notes["reference_kernels"] = sp.kernel_names.size();
     nlohmann::json names = nlohmann::json::array();  // which kernels: shows e.g. what torch.compile generated
@@ -317,6 +337,7 @@ void ReferenceRun::CheckSensitivity() {
 
 void ReferenceRun::Finish() {
   for (auto& [k, v] : w_->notes().items()) ref_->notes[k] = v;
+  ref_->notes["reference_frozen_s"] = std::chrono::duration<double>(w_->FrozenFor()).count();
   const auto& bw = ref_->notes.find(note::kDeviceCopyBandwidthGbps);
   if (bw != ref_->notes.end() && bw->is_number()) ref_->device.bandwidth_gbps = bw->get<double>();
   ref_->notes["reference_worker_peak_bytes"] = ProcessPeakPrivateBytes(w_->harness_pid());  // for memory admission

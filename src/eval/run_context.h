@@ -10,6 +10,7 @@
 #include "core/evaluation.h"
 #include "core/status.h"
 #include "eval/extension_cache.h"
+#include "eval/precision.h"
 #include "eval/timing_lock.h"
 #include "sandbox/worker_session.h"
 
@@ -32,10 +33,12 @@ struct RunContext {
   WorkerSource* workers = nullptr;
   TimingLock* timing = nullptr;
   ExtensionCache* extension_cache = nullptr;
-  const std::atomic<bool>* cancel_all = nullptr;  // the evaluator is shutting down: every worker is killed
-  uint64_t secret = 0;                            // per evaluator: the seeds of inputs and of the timing plan
-  bool sandbox = true;                            // unsealed runs only with --unsafe-no-sandbox
-  int lent_buffers = 3;                           // per candidate (eval/lent_buffers.h); 0 = none
+  const std::atomic<bool>* cancel_all = nullptr;         // the evaluator is shutting down: every worker is killed
+  uint64_t secret = 0;                                   // per evaluator: the seeds of inputs and of the timing plan
+  bool sandbox = true;                                   // unsealed runs only with --unsafe-no-sandbox
+  int lent_buffers = 3;                                  // per candidate (eval/lent_buffers.h); 0 = none
+  PrecisionPolicy precision = PrecisionPolicy::kStrict;  // for requests that do not name one (eval/precision.h)
+  int min_perf_trials = 20;  // adaptive trials' floor for requests that do not name one (eval/adaptive_trials.h)
 };
 
 }  // namespace kgym

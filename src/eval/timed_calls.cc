@@ -5,6 +5,7 @@
 #include <random>
 
 #include "eval/background_check.h"
+#include "eval/contention.h"
 #include "sandbox/protocol.h"
 
 namespace kgym {
@@ -20,20 +21,26 @@ struct Plan {
   std::vector<int> fresh_before, null_before;
 };
 
+// The calls within which every check is placed: all of them, or an adaptive rule's floor.
+int CheckedWindow(const TimedCallsParams& p) {
+  return p.adaptive ? std::clamp(p.adaptive->floor, std::min(6, p.calls), p.calls) : p.calls;
+}
+
 Plan MakePlan(const TimedCallsParams& p) {
-  const int n = p.calls;
+  const int n = p.calls, w = CheckedWindow(p);
   std::mt19937_64 rng(p.seed);
   Plan plan;
   plan.fetch.assign(n, false);
-  for (int k = 0; k < std::min(n, 8); ++k) plan.fetch[rng() % n] = true;
+  for (int k = 0; k < std::min(w, 8); ++k) plan.fetch[rng() % w] = true;
+  for (int i = w; i < n; ++i) plan.fetch[i] = rng() % 1000 < kLateFetchShare * 1000;
   if (n > 0) plan.fetch[n - 1] = true;
   if (!p.verify) plan.fetch.assign(n, false);  // drawn all the same: the rest of the plan does not depend on it
   plan.fresh_before.assign(std::max(n, 1), 0);
-  for (int k = 0; k < p.fresh_sets && n > 0; ++k) plan.fresh_before[rng() % n]++;
+  for (int k = 0; k < p.fresh_sets && w > 0; ++k) plan.fresh_before[rng() % w]++;
   plan.null_before.assign(std::max(n, 1), 0);
-  if (p.null_calls && n > 0) {
-    const int k = std::clamp(n / 10, 3, 10);
-    for (int j = 0; j < k; ++j) plan.null_before[static_cast<size_t>(j) * n / k]++;
+  if (p.null_calls && w > 0) {
+    const int k = std::clamp(w / 10, 3, 10);
+    for (int j = 0; j < k; ++j) plan.null_before[static_cast<size_t>(j) * w / k]++;
   }
   return plan;
 }
@@ -52,7 +59,7 @@ bool HandOver(BackgroundCheck* check, const TimedCallsParams& p, int id, int set
 // median of the rotation then shows the cache's hits against the fresh sets' misses either way.
 int Warmups(const TimedCallsParams& p) {
   const int asked = std::max(1, p.warmup);
-  return 4 * p.rotation_sets <= p.calls ? asked : std::max(asked, p.rotation_sets);
+  return 4 * p.rotation_sets <= CheckedWindow(p) ? asked : std::max(asked, p.rotation_sets);
 }
 
 class Exchange {
@@ -72,20 +79,22 @@ class Exchange {
  private:
   Status Calls() {
     const Plan plan = MakePlan(p_);
-    Status s;
-    for (int i = -warmup_; i < p_.calls && !Stopped(); ++i) {
+    Status s = p_.drain_wait_s > 0 ? Drain() : Status::Ok();
+    for (int i = -warmup_; i < p_.calls && !Stopped() && s.ok(); ++i) {
       if (i < 0) {
         s = Call(i, (i + warmup_) % p_.rotation_sets, false, nullptr);
       } else {
         for (int k = 0; k < plan.null_before[i] && s.ok(); ++k) s = NullCall();
         for (int k = 0; k < plan.fresh_before[i] && s.ok() && !Stopped(); ++k) {
           const int j = static_cast<int>(out_->fresh_ms.size());
-          s = Call(p_.calls + j, p_.rotation_sets + j, !!p_.verify, &out_->fresh_ms);
+          s = Call(p_.first_call + p_.calls + j, p_.rotation_sets + j, !!p_.verify, &out_->fresh_ms);
         }
-        if (s.ok() && !Stopped()) s = Call(i, i % p_.rotation_sets, plan.fetch[i], &out_->bracket_ms);
+        if (s.ok() && !Stopped()) s = Call(p_.first_call + i, i % p_.rotation_sets, plan.fetch[i], &out_->bracket_ms);
       }
       if (!s.ok()) return s;
+      if (out_->stopped_early) break;
     }
+    if (p_.adaptive) out_->bracket_ci = MedianConfidenceInterval(out_->bracket_ms, p_.adaptive->confidence);
     if (out_->stopped || !p_.bursts) return Status::Ok();
     Join();  // a wrong result skips the bursts, as it always did
     return LaterBursts();
@@ -94,7 +103,7 @@ class Exchange {
  public:
   // The bursts, from 10 timed calls on and never after a wrong result (here, or for TimedBursts: an exchange whose
   // calls ran before).
-  Status LaterBursts() { return out_->stopped || p_.calls < 10 ? Status::Ok() : RunBursts(); }
+  Status LaterBursts() { return out_->stopped || out_->bracket_ms.size() < 10 ? Status::Ok() : RunBursts(); }
 
  private:
   // True once verify said no: at once for an error frame, as soon as a comparison is seen to have failed otherwise.
@@ -172,6 +181,13 @@ class Exchange {
       out_->self_ms.push_back(done.header.value(field::kSelfMs, -1.0));
       if (done.header.contains(field::kEventMs) && done.header[field::kEventMs].is_number())
         out_->event_ms.push_back(done.header[field::kEventMs].get<double>());
+      // The stop rule, on the supervisor's own brackets; the call it stops at is always fetched.
+      if (p_.adaptive && static_cast<int>(out_->bracket_ms.size()) < p_.calls &&
+          static_cast<int>(out_->bracket_ms.size()) >= CheckedWindow(p_) &&
+          EnoughCalls(*p_.adaptive, out_->bracket_ms)) {
+        out_->stopped_early = true;
+        check = check || !!p_.verify;
+      }
     }
     if (!check) return Status::Ok();
     auto outputs = std::make_shared<Frame>();
@@ -191,6 +207,29 @@ class Exchange {
     if (!HandOver(&check_, p_, id, set, outputs)) out_->stopped = true;
     return Status::Ok();
   }
+
+  // The drain probe (eval/contention.h): null calls until two in a row are within the device's idle time, or the
+  // wait is over. Their ids are apart from the null calls' (the recorder tags them alike).
+  Status Drain() {
+    if (watch_) watch_->Skip();
+    const double bound = IdleNullBound(p_.idle_null_ms);
+    const Clock::time_point t0 = Clock::now();
+    out_->drained = false;
+    for (int in_a_row = 0; !out_->drained;) {
+      Frame done;
+      double ms = 0;
+      Status s = Bracketed(
+          {{field::kType, kind::kNull}, {field::kCall, kProbeIds + out_->drain_probes}}, [] {}, &done, &ms);
+      if (!s.ok()) return s;
+      ++out_->drain_probes;
+      in_a_row = ms <= bound ? in_a_row + 1 : 0;
+      out_->drained = in_a_row >= 2;
+      if (Since(t0) >= p_.drain_wait_s) break;
+    }
+    out_->times.drain_s += Since(t0);
+    return Status::Ok();
+  }
+  static constexpr int kProbeIds = 1 << 20;
 
   // The harness's own call: one tiny kernel, no model code.
   Status NullCall() {
@@ -213,7 +252,7 @@ class Exchange {
   }
   Status BurstExchange() {
     Bursts& b = out_->bursts;
-    b.k = std::clamp(p_.calls / 5, 2, kBurstCalls);  // 2 x 8 extra calls from 40 timed calls on
+    b.k = std::clamp(static_cast<int>(out_->bracket_ms.size()) / 5, 2, kBurstCalls);  // 2 x 8 from 40 timed calls
     for (int i = 0; i < kBursts; ++i) {
       for (bool model : {false, true}) {
         if (watch_) watch_->Skip();  // judged on single calls only
@@ -248,7 +287,21 @@ nlohmann::json ExchangeTimes::ToJson() const {
   return {{"calls_s", calls_s},   {"arm_s", arm_s},       {"bracket_s", bracket_s},
           {"watch_s", watch_s},   {"fetch_s", fetch_s},   {"verify_wait_s", verify_wait_s},
           {"verify_s", verify_s}, {"verified", verified}, {"null_s", null_s},
-          {"bursts_s", bursts_s}};
+          {"bursts_s", bursts_s}, {"drain_s", drain_s}};
+}
+
+void ExchangeTimes::Add(const ExchangeTimes& o) {
+  calls_s += o.calls_s;
+  arm_s += o.arm_s;
+  bracket_s += o.bracket_s;
+  watch_s += o.watch_s;
+  fetch_s += o.fetch_s;
+  verify_wait_s += o.verify_wait_s;
+  verify_s += o.verify_s;
+  verified += o.verified;
+  null_s += o.null_s;
+  bursts_s += o.bursts_s;
+  drain_s += o.drain_s;
 }
 
 Status StartTimedCalls(WorkerSession* w, const TimedCallsParams& params, Clock::time_point deadline) {

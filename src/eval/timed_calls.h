@@ -10,6 +10,19 @@
 // the rest) and, on a GPU, the harness's null calls (spread over the timed calls: the process's own overhead per call,
 // measured in the same conditions); then, from 10 timed calls on, two pipelined bursts of k model calls and two of k
 // flushes alone (BurstPerCallMs, eval/gpu_timing.h).
+// With a stop rule (`adaptive`, eval/adaptive_trials.h), the timed calls stop early, after the floor, once the median
+// of their brackets is known within the rule's target; `calls` is then the ceiling. Everything the phase checks stays
+// within the floor's first calls: the fresh calls, the null calls, and the random subset of fetched calls (the plan
+// is drawn over the floor as it is over all calls without a rule); past the floor, each call is fetched with
+// probability kLateFetchShare, and the call timing stops at is always fetched. A candidate that times its own calls
+// can predict where the rule stops, but not which calls past the floor are fetched: one that returns garbage from its
+// cheap calls there is caught with probability 1 - (1 - kLateFetchShare)^calls (more than half of the calls must be
+// cheap to move the median; past a floor of 20 that is >= 21 calls: 99 %), and its fresh calls, all within the floor,
+// are slower than the median it reports (FreshSetCachingRule).
+// On a GPU (`drain_wait_s` > 0), the drain probe comes first: null calls until the device is idle or the wait is over
+// (eval/contention.h); it says whether the device drained.
+// Call ids: timed calls first_call.., fresh calls first_call + calls.. (an attempt timed again takes ids of its own, so
+// the kernel recorder's tags of two attempts never mix).
 // Where `verify` is set, a random subset of timed calls, the last one and every fresh call are fetched right after
 // their call (the worker cannot tell in advance which). With `keep_mb` > 0 the worker may instead keep a copy of the
 // outputs on their device (within keep_mb, leaving keep_free of the device's memory free) and answer "kept": the call
@@ -32,10 +45,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "eval/adaptive_trials.h"
 #include "eval/process_watch.h"
 #include "sandbox/channel.h"
 #include "sandbox/worker_session.h"
@@ -55,9 +70,15 @@ struct Bursts {
 };
 constexpr int kBursts = 2, kBurstCalls = 8;
 
+// Past an adaptive floor, the share of timed calls fetched (at random).
+constexpr double kLateFetchShare = 0.2;
+
 struct TimedCallsParams {
   int warmup = 1;
-  int calls = 1;
+  int calls = 1;  // the timed calls; with `adaptive`, the most that run
+  // Stop early once the median is known well enough (eval/adaptive_trials.h); unset: `calls` calls run. Its floor is
+  // clamped to [6, calls].
+  std::optional<StopRule> adaptive;
   int rotation_sets = 1;  // sets 0..rotation_sets-1
   int fresh_sets = 0;     // sets rotation_sets.. (call ids calls..)
   double flush_mb = 0;    // the worker's L2 flush buffer (GPU)
@@ -65,7 +86,10 @@ struct TimedCallsParams {
   double keep_free = 0;   // ...only while this share of the device's memory stays free after the copy
   uint64_t seed = 0;      // which calls are fetched, where the fresh calls go
   bool null_calls = false;
-  bool bursts = true;  // the pipelined bursts after the timed calls (false: left to TimedBursts)
+  int first_call = 0;        // the first timed call's id
+  double drain_wait_s = 0;   // the drain probe's longest wait (0: no probe)
+  double idle_null_ms = -1;  // the device's idle null-call time, for the probe's bound (eval/contention.h)
+  bool bursts = true;        // the pipelined bursts after the timed calls (false: left to TimedBursts)
   // A fetched call's outputs frame (call id, set); false stops the exchange (the caller keeps why). Unset: no call is
   // fetched (the reference's outputs are its own).
   std::function<bool(int call, int set, const Frame& outputs)> verify;
@@ -87,7 +111,9 @@ struct ExchangeTimes {
   double verify_s = 0;       // the comparisons' own time, on their thread (overlapped with the calls)
   int verified = 0;          // comparisons run
   double null_s = 0, bursts_s = 0;
+  double drain_s = 0;  // the drain probe
   nlohmann::json ToJson() const;
+  void Add(const ExchangeTimes& o);  // another attempt's
 };
 
 struct TimedCallsResult {
@@ -96,8 +122,14 @@ struct TimedCallsResult {
   std::vector<double> event_ms;    // its CUDA events, where it has them
   std::vector<double> fresh_ms;    // calls on fresh sets
   std::vector<double> null_ms;     // the harness's null calls
+  bool drained = true;             // the drain probe saw the device idle (or there was none)
+  int drain_probes = 0;
   Bursts bursts;
   bool stopped = false;  // verify returned false
+  // With a stop rule: whether it ended the timed calls before the ceiling, and the 95 % interval of the brackets'
+  // median when they ended.
+  bool stopped_early = false;
+  MedianInterval bracket_ci;
   ExchangeTimes times;
   std::vector<std::pair<int, int>> kept;  // (call, set) of the calls whose outputs the worker kept
   double kept_fetch_s = 0;                // FetchKeptOutputs: transfers and comparisons (outside the lock)

@@ -30,14 +30,64 @@ double TimingLock::AwaitQuiet(const std::string& device) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void TimingLock::MarkHeld(const std::string& device, bool held) {
+int TimingLock::MarkHeld(const std::string& device, bool held, Freezable* own, bool* all_stopped) {
   Device& d = For(device);
+  int frozen = 0;
   {
     std::lock_guard<std::mutex> l(d.mu);
     d.held = held;
-    if (!held) d.holds_ended++;
+    if (held) {
+      d.holder = own;
+      bool all = true;
+      for (Freezable* w : d.workers)
+        if (w != own) {
+          all &= w->Freeze();
+          d.frozen.insert(w);
+        }
+      frozen = static_cast<int>(d.frozen.size());
+      if (all_stopped) *all_stopped = all;
+    } else {
+      for (Freezable* w : d.frozen) w->Thaw();
+      d.frozen.clear();
+      d.holder = nullptr;
+      d.holds_ended++;
+    }
   }
   if (!held) d.ended.notify_all();
+  return frozen;
+}
+
+std::unique_ptr<TimingLock::Enlisted> TimingLock::Enlist(const std::string& device, Freezable* w) {
+  if (!freeze_ || !w) return nullptr;
+  Device& d = For(device);
+  std::lock_guard<std::mutex> l(d.mu);
+  d.workers.insert(w);
+  if (d.held && w != d.holder) {  // made during a hold: it waits for the hold's end like the others
+    w->Freeze();
+    d.frozen.insert(w);
+  }
+  return std::make_unique<Enlisted>(this, device, w);
+}
+
+TimingLock::Enlisted::~Enlisted() {
+  Device& d = locks_->For(device_);
+  std::lock_guard<std::mutex> l(d.mu);
+  d.workers.erase(w_);
+  if (d.frozen.erase(w_)) w_->Thaw();
+  if (d.holder == w_) d.holder = nullptr;
+}
+
+double TimingLock::IdleNullMs(const std::string& device) {
+  Device& d = For(device);
+  std::lock_guard<std::mutex> l(d.mu);
+  return d.idle_null_ms;
+}
+
+void TimingLock::NoteIdleNullMs(const std::string& device, double ms) {
+  if (!(ms > 0)) return;
+  Device& d = For(device);
+  std::lock_guard<std::mutex> l(d.mu);
+  if (d.idle_null_ms < 0 || ms < d.idle_null_ms) d.idle_null_ms = ms;
 }
 
 std::string TimingLock::DeviceOf(const EvalRequest& req) {
@@ -49,7 +99,10 @@ double UnixNow() { return std::chrono::duration<double>(std::chrono::system_cloc
 }  // namespace
 
 nlohmann::json LockUse::ToJson() const {
-  nlohmann::json j = {{"acquisitions", acquisitions}, {"wait_s", wait_s}, {"hold_s", hold_s}, {"hold", hold}};
+  nlohmann::json j = {
+      {"acquisitions", acquisitions},           {"wait_s", wait_s},    {"hold_s", hold_s}, {"hold", hold},
+      {"neighbours_frozen", neighbours_frozen}, {"freeze_s", freeze_s}};
+  if (freeze_incomplete > 0) j["freeze_incomplete"] = freeze_incomplete;
   if (!holds.empty()) j["first_at"] = holds.front().first;
   double last_at = -1;
   for (const auto& h : holds) last_at = std::max(last_at, h.second);
@@ -61,12 +114,16 @@ nlohmann::json LockUse::ToJson() const {
   return j;
 }
 
-TimedHold::TimedHold(TimingLock* locks, const std::string& device, LockUse* use)
-    : locks_(locks), device_(device), use_(use) {
+TimedHold::TimedHold(TimingLock* locks, const std::string& device, LockUse* use, Freezable* own)
+    : locks_(locks), device_(device), use_(use), own_(own) {
   const auto t0 = std::chrono::steady_clock::now();
   lock_ = locks->Acquire(device);
-  locks_->MarkHeld(device_, true);
+  const auto f0 = std::chrono::steady_clock::now();
+  bool all = true;
+  use_->neighbours_frozen += locks_->MarkHeld(device_, true, own_, &all);
+  use_->freeze_incomplete += !all;
   held_at_ = std::chrono::steady_clock::now();
+  use_->freeze_s += std::chrono::duration<double>(held_at_ - f0).count();
   use_->acquisitions++;
   use_->wait_s += std::chrono::duration<double>(held_at_ - t0).count();
   use_->holds.emplace_back(UnixNow(), -1);
@@ -76,7 +133,9 @@ void TimedHold::Release() {
   if (!lock_.owns_lock()) return;
   use_->hold_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - held_at_).count();
   use_->holds.back().second = UnixNow();
-  locks_->MarkHeld(device_, false);
+  const auto f0 = std::chrono::steady_clock::now();
+  locks_->MarkHeld(device_, false);  // the neighbours go on before the next hold can start
+  use_->freeze_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
   lock_.unlock();
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -125,6 +126,92 @@ TEST(QuietTimingTest, StepsWaitForTheHoldThatIsHeldThenGo) {
   second.Release();
   step2.join();
   EXPECT_TRUE(went2.load());
+}
+
+// A worker stand-in that records its state; `log` gets "freeze <name>" / "thaw <name>" in order.
+class FakeWorker : public Freezable {
+ public:
+  FakeWorker(std::string name, std::vector<std::string>* log) : name_(std::move(name)), log_(log) {}
+  bool Freeze() override {
+    frozen = true;
+    log_->push_back("freeze " + name_);
+    return true;
+  }
+  void Thaw() override {
+    frozen = false;
+    log_->push_back("thaw " + name_);
+  }
+  bool frozen = false;
+
+ private:
+  std::string name_;
+  std::vector<std::string>* log_;
+};
+
+TEST(ExclusiveDeviceTest, AHoldFreezesTheDevicesOtherWorkersUntilItsRelease) {
+  TimingLock locks;
+  std::vector<std::string> log;
+  FakeWorker mine("mine", &log), other("other", &log), elsewhere("elsewhere", &log);
+  auto e1 = locks.Enlist("cuda:0", &mine);
+  auto e2 = locks.Enlist("cuda:0", &other);
+  auto e3 = locks.Enlist("cuda:1", &elsewhere);
+  ASSERT_TRUE(e1 && e2 && e3);
+  LockUse use;
+  {
+    TimedHold hold(&locks, "cuda:0", &use, &mine);
+    EXPECT_FALSE(mine.frozen);       // the holder's own worker runs its timed calls
+    EXPECT_TRUE(other.frozen);       // a neighbour on the device is stopped
+    EXPECT_FALSE(elsewhere.frozen);  // another device is not touched
+    // A worker made during the hold is stopped at once.
+    FakeWorker late("late", &log);
+    {
+      auto e4 = locks.Enlist("cuda:0", &late);
+      EXPECT_TRUE(late.frozen);
+    }
+    EXPECT_FALSE(late.frozen);  // leaving, it is thawed
+  }
+  EXPECT_FALSE(other.frozen);
+  EXPECT_EQ(use.neighbours_frozen, 1);
+  EXPECT_EQ(use.ToJson()["neighbours_frozen"], 1);
+  // The next hold, by the neighbour: the first holder's worker is frozen now, after the thaw of the last hold.
+  {
+    TimedHold hold(&locks, "cuda:0", &use, &other);
+    EXPECT_TRUE(mine.frozen);
+    EXPECT_FALSE(other.frozen);
+  }
+  const std::vector<std::string> want = {"freeze other", "freeze late", "thaw late",
+                                         "thaw other",   "freeze mine", "thaw mine"};
+  EXPECT_EQ(log, want);
+}
+
+TEST(ExclusiveDeviceTest, ReleaseThawsBeforeTheNextHolderFreezes) {
+  TimingLock locks;
+  std::vector<std::string> log;
+  FakeWorker a("a", &log), b("b", &log);
+  auto ea = locks.Enlist("cpu", &a);
+  auto eb = locks.Enlist("cpu", &b);
+  LockUse ua, ub;
+  auto first = std::make_unique<TimedHold>(&locks, "cpu", &ua, &a);
+  std::thread second([&] { TimedHold h(&locks, "cpu", &ub, &b); });  // waits for the lock with b frozen
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_TRUE(b.frozen);
+  first.reset();
+  second.join();
+  // b was thawed before its own hold froze a; nothing froze the holder of a hold.
+  const std::vector<std::string> want = {"freeze b", "thaw b", "freeze a", "thaw a"};
+  EXPECT_EQ(log, want);
+  EXPECT_FALSE(a.frozen || b.frozen);
+}
+
+TEST(ExclusiveDeviceTest, OffEnlistsNothing) {
+  TimingLock locks(/*quiet=*/false, /*freeze=*/false);
+  std::vector<std::string> log;
+  FakeWorker a("a", &log), b("b", &log);
+  EXPECT_EQ(locks.Enlist("cpu", &a), nullptr);
+  auto eb = locks.Enlist("cpu", &b);
+  LockUse use;
+  TimedHold h(&locks, "cpu", &use, &b);
+  EXPECT_TRUE(log.empty());
 }
 
 TEST(TimingLockTest, DeviceOfRequest) {

@@ -11,6 +11,8 @@ void TrialChecks::Submit(std::unique_ptr<Trial> t) {
   check_.Submit([this, raw, first] {
     const auto t0 = std::chrono::steady_clock::now();
     raw->c = CompareValues(raw->ref->outputs, raw->got, t32_, t16_);
+    if (raw->c.ok && !raw->ref->oracle.empty())
+      raw->precision = MeasureTrialPrecision(raw->ref->outputs, raw->got, raw->ref->oracle, raw->ref->oracle_index);
     if (first) {
       raw->same_as_first = BytesEqual(raw->got, first->got);
       raw->got.clear();  // the first trial's outputs stay: the later ones are compared with them

@@ -3,7 +3,8 @@
 // next inputs and calls the model). One comparison at a time (BackgroundCheck); read back in trial order.
 //
 // Contract:
-// - Submit(trial): compares trial.got with its reference outputs (CompareValues) and, for every trial after the
+// - Submit(trial): compares trial.got with its reference outputs (CompareValues), measures a passing trial's error and
+//   the reference's against the trial's fp64 oracle where it has one (eval/precision.h) and, for every trial after the
 //   first, whether its outputs are bit-identical to the first trial's (same_as_first, for the constant-output rule).
 //   Then every trial's outputs but the first's are dropped, so a lent buffer (eval/lent_buffers.h) they were read
 //   from is free for a later reply as soon as its comparison has finished.
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "eval/background_check.h"
+#include "eval/precision.h"
 #include "eval/reference.h"
 #include "eval/tensor.h"
 
@@ -30,6 +32,7 @@ class TrialChecks {
     const ReferenceTrial* ref = nullptr;
     Values got;  // the candidate's outputs (dropped after the comparison, but for the first trial)
     Comparison c;
+    std::vector<OutputPrecision> precision;  // against the oracle (empty: the trial has none, or it failed)
     bool same_as_first = true;
     double exchange_s = 0, compare_s = 0;
     nlohmann::json worker_s;

@@ -6,7 +6,8 @@
 // One session, in order:
 //   worker      hello                              (sandbox applied, CUDA context made on a GPU worker)
 //   supervisor  job                                (the code to load; the seeds, for the reference)
-//   reference   init, trial_result per trial, pool_set per timing set the byte budget allows, ready
+//   reference   init, trial_result per trial (a default trial's with its fp64 oracle, eval/precision.h), pool_set per
+//               timing set the byte budget allows, ready
 //   candidate   ready (module loaded, model built), then per trial: trial -> trial_result, per set: pool_set -> ok
 //   supervisor  finish (the worker answers bye and exits), or timing -> ok and then, in any order:
 //               call -> armed, go -> done     one timed call; the supervisor's clock runs from its go to the done
@@ -82,6 +83,8 @@ inline constexpr char kMeasureBandwidth[] = "measure_bandwidth";  // optional, d
 inline constexpr char kInit[] = "init";
 inline constexpr char kInputs[] = "inputs";
 inline constexpr char kOutputs[] = "outputs";
+inline constexpr char kOracle[] = "oracle";             // reference trial_result: fp64 values at sampled elements
+inline constexpr char kOracleIndex[] = "oracle_index";  // ...their flat indices (an empty tensor: every element)
 // trials and sets
 inline constexpr char kIndex[] = "index";
 inline constexpr char kSkipped[] = "skipped";  // the reference's output was not finite on this variant
@@ -145,6 +148,8 @@ namespace note {
 inline constexpr char kLoadS[] = "load_s";  // candidate: seconds spent importing its module
 inline constexpr char kDeviceCopyBandwidthGbps[] = "device_copy_bandwidth_gbps";  // reference, GPU
 inline constexpr char kReferenceBackendError[] = "reference_backend_error";       // torch.compile could not be applied
+inline constexpr char kPrecisionLevels[] = "precision_levels";  // reference: its errors at TF32 / bf16 / fp16
+inline constexpr char kOracleError[] = "oracle_error";          // reference: why there is no fp64 oracle
 }  // namespace note
 
 enum class Direction { kToWorker, kToSupervisor };
@@ -175,7 +180,7 @@ inline constexpr MessageSpec kMessages[] = {
     {kind::kHello, Direction::kToSupervisor, "role pid protections recorder"},
     {kind::kInit, Direction::kToSupervisor, "init tensors regions"},
     {kind::kTrialResult, Direction::kToSupervisor,
-     "index skipped triton_launches worker_s inputs outputs tensors regions"},
+     "index skipped triton_launches worker_s inputs outputs oracle oracle_index tensors regions"},
     {kind::kPoolSet, Direction::kToSupervisor, "index inputs outputs tensors regions"},
     {kind::kReady, Direction::kToSupervisor, "triton_kernels"},
     {kind::kOk, Direction::kToSupervisor, ""},

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,14 +31,22 @@ Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::t
   }
   std::unique_ptr<WorkerSession> w(new WorkerSession());
   w->zygote_ = zygote;
-  Status s = zygote->Fork(spec, sv[1], pipefd[1], &w->job_, &w->pid_);
+  const FreezeMode freeze = DefaultFreezeMode();
+  const std::string cgroup = NewWorkerCgroup();  // "" unless workers are frozen through cgroups
+  nlohmann::json forked = spec;
+  if (!cgroup.empty()) forked["policy"]["cgroup"] = cgroup;
+  Status s = zygote->Fork(forked, sv[1], pipefd[1], &w->job_, &w->pid_);
   ::close(sv[1]);
   ::close(pipefd[1]);
   if (!s.ok()) {
     ::close(sv[0]);
     ::close(pipefd[0]);
+    if (!cgroup.empty()) ::rmdir(cgroup.c_str());
     return s;
   }
+  // The worker's outside process joins its cgroup before it forks the rest (it says so in its protections); where it
+  // could not, its processes are frozen by signals.
+  if (freeze != FreezeMode::kOff) w->freezer_ = std::make_unique<WorkerFreezer>(w->pid_, cgroup);
   w->chan_ = sv[0];
   w->capture_ = std::make_unique<OutputCapture>(pipefd[0], 16 * 1024, 48 * 1024);
   Frame f;
@@ -47,6 +56,10 @@ Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::t
     return s;
   }
   w->hello_ = f.header;
+  if (!cgroup.empty() && !w->hello_.value(field::kProtections, nlohmann::json::object()).value("cgroup", false)) {
+    w->freezer_ = std::make_unique<WorkerFreezer>(w->pid_, "");
+    ::rmdir(cgroup.c_str());
+  }
   // The harness is the deepest process of the worker's chain: the outside process itself when there is no PID
   // namespace, else its init's only child. Nothing of the candidate has run yet, so the chain is the harness's own.
   pid_t p = w->pid_;
@@ -62,11 +75,13 @@ Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::t
 }
 
 WorkerSession::~WorkerSession() {
+  end_token_.reset();
   if (!exited_) {
     Kill();
     WorkerExit e;
     WaitExit(Clock::now() + std::chrono::seconds(5), &e);
   }
+  freezer_.reset();  // its cgroup goes once the worker's processes have
   if (chan_ >= 0) ::close(chan_);
   capture_.reset();  // joins the reader: every process holding the pipe is gone
 }
@@ -83,17 +98,51 @@ Status WorkerSession::Send(const nlohmann::json& header, const std::string& payl
   return SendFrame(chan_, header, payload, regions);
 }
 
+bool WorkerSession::Freeze() {
+  if (!freezer_) return false;
+  const bool all = freezer_->Freeze();
+  std::lock_guard<std::mutex> l(frozen_mu_);
+  if (!frozen_) {
+    frozen_ = true;
+    frozen_since_ = Clock::now();
+  }
+  return all;
+}
+
+void WorkerSession::Thaw() {
+  if (!freezer_) return;
+  {
+    std::lock_guard<std::mutex> l(frozen_mu_);
+    if (!frozen_) return;
+    frozen_ = false;
+    frozen_total_ += Clock::now() - frozen_since_;
+  }
+  freezer_->Thaw();
+}
+
+Clock::duration WorkerSession::FrozenFor() const {
+  std::lock_guard<std::mutex> l(frozen_mu_);
+  return frozen_total_ + (frozen_ ? Clock::now() - frozen_since_ : Clock::duration{0});
+}
+
+Clock::time_point WorkerSession::Due(Clock::time_point deadline) const {
+  std::lock_guard<std::mutex> l(frozen_mu_);
+  if (frozen_) return Clock::time_point::max();
+  return deadline + frozen_total_;
+}
+
 Status WorkerSession::Recv(Clock::time_point deadline, Frame* out) {
-  if (!cancel_) return RecvFrame(chan_, deadline, out);
-  // Wait for the first bytes in short slices so a cancel is noticed; then read the frame whole.
+  // Wait for the first bytes in short slices, so a cancel is noticed and time spent frozen is not counted; then read
+  // the frame whole (a worker frozen in the middle of sending one has that frame bounded by the deadline as it stood).
   while (true) {
-    if (cancel_->load()) return Status::Unavailable("cancelled");
+    if (cancel_ && cancel_->load()) return Status::Unavailable("cancelled");
     auto now = Clock::now();
-    if (now >= deadline) return Status::Timeout("worker did not answer in time");
-    auto slice = std::min(deadline, now + std::chrono::milliseconds(200));
+    const Clock::time_point due = Due(deadline);
+    if (now >= due) return Status::Timeout("worker did not answer in time");
+    auto slice = std::min(due, now + std::chrono::milliseconds(200));
     pollfd pfd{chan_, POLLIN, 0};
     int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(slice - now).count()) + 1;
-    if (::poll(&pfd, 1, ms) > 0) return RecvFrame(chan_, deadline, out);
+    if (::poll(&pfd, 1, ms) > 0) return RecvFrame(chan_, std::max(Due(deadline), now + std::chrono::seconds(1)), out);
   }
 }
 

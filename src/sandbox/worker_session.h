@@ -1,24 +1,31 @@
 // WorkerSession: the supervisor's side of one sandboxed worker process forked from the zygote, with its private
 // channel and its captured output. The session, not the worker, owns the clock: every deadline is enforced here, and
 // a worker that dies is noticed at once through EOF on its channel.
+//
+// A session can freeze its worker (sandbox/freezer.h: a timed hold on the worker's device stops it). Frozen time is
+// not the worker's: every deadline handed to Recv/RecvReply is moved later by the time the worker spent frozen, and
+// none passes while it is frozen, so a worker stopped for other evaluations' holds never times out for it.
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
 #include "sandbox/channel.h"
+#include "sandbox/freezer.h"
 #include "sandbox/output_capture.h"
 #include "sandbox/process_stats.h"
 #include "sandbox/zygote.h"
 
 namespace kgym {
 
-class WorkerSession {
+class WorkerSession : public Freezable {
  public:
-  // Forks a worker with `spec` ({"role", "policy"}) and reads its hello (bounded by `deadline`).
+  // Forks a worker with `spec` ({"role", "policy"}) and reads its hello (bounded by `deadline`). Where workers are
+  // frozen through cgroups, the policy gets the worker's cgroup ("cgroup"), which its outside process joins first.
   static Status Start(Zygote* zygote, const nlohmann::json& spec, Clock::time_point deadline,
                       std::unique_ptr<WorkerSession>* out);
   ~WorkerSession();  // kills the worker if it is still running
@@ -41,6 +48,18 @@ class WorkerSession {
   std::string Output();  // captured stdout/stderr (bounded); complete once the worker has exited
   size_t OutputBytes();
 
+  // Stops every process of the worker (sandbox/freezer.h) until Thaw(); false where the worker has no freezer
+  // (KGYM_FREEZER=off) or not all of it stopped in time. Thread-safe, also while another thread talks to the worker.
+  bool Freeze() override;
+  void Thaw() override;
+  // Keeps `token` until the session ends: destroyed first thing in the destructor, while the worker still runs (the
+  // evaluator's enlistment of the worker on its device's timing lock, eval/timing_lock.h).
+  void KeepUntilEnd(std::shared_ptr<void> token) { end_token_ = std::move(token); }
+  // The time the worker has spent frozen so far (the current freeze included).
+  Clock::duration FrozenFor() const;
+  // "cgroup", "signals" or "off".
+  const char* freeze_mode() const { return freezer_ ? FreezeModeName(freezer_->mode()) : "off"; }
+
   const nlohmann::json& hello() const { return hello_; }
   // Host pid of the process that runs the harness (and the candidate's code), found from outside when the worker
   // said hello, before any candidate code ran; -1 if /proc could not tell.
@@ -54,6 +73,8 @@ class WorkerSession {
 
  private:
   WorkerSession() = default;
+  // `deadline` moved later by the time spent frozen; never passed while frozen.
+  Clock::time_point Due(Clock::time_point deadline) const;
   Zygote* zygote_ = nullptr;
   const std::atomic<bool>* cancel_ = nullptr;
   int64_t job_ = 0;
@@ -67,6 +88,12 @@ class WorkerSession {
   nlohmann::json hello_;
   nlohmann::json evidence_ = nlohmann::json::array();
   nlohmann::json notes_ = nlohmann::json::object();
+  std::unique_ptr<WorkerFreezer> freezer_;
+  std::shared_ptr<void> end_token_;
+  mutable std::mutex frozen_mu_;
+  bool frozen_ = false;
+  Clock::time_point frozen_since_;
+  Clock::duration frozen_total_{0};
 };
 
 }  // namespace kgym

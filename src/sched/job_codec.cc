@@ -10,6 +10,9 @@ nlohmann::json EvalRequestToJson(const EvalRequest& r) {
           {"backend", r.backend},
           {"num_correct_trials", r.num_correct_trials},
           {"num_perf_trials", r.num_perf_trials},
+          {"min_perf_trials", r.min_perf_trials},
+          {"perf_ci_target", r.perf_ci_target},
+          {"precision", r.precision},
           {"num_warmup", r.num_warmup},
           {"timeout_s", r.timeout_s},
           {"reference_backend", r.reference_backend},
@@ -37,6 +40,9 @@ EvalRequest EvalRequestFromJson(const nlohmann::json& j) {
   r.backend = j.value("backend", r.backend);
   r.num_correct_trials = j.value("num_correct_trials", r.num_correct_trials);
   r.num_perf_trials = j.value("num_perf_trials", r.num_perf_trials);
+  r.min_perf_trials = j.value("min_perf_trials", r.min_perf_trials);
+  r.perf_ci_target = j.value("perf_ci_target", r.perf_ci_target);
+  r.precision = j.value("precision", r.precision);
   r.num_warmup = j.value("num_warmup", r.num_warmup);
   r.timeout_s = j.value("timeout_s", r.timeout_s);
   r.reference_backend = j.value("reference_backend", r.reference_backend);

@@ -24,6 +24,9 @@ Status MakeEvaluator(const EvaluatorChoice& choice, std::unique_ptr<Evaluator>* 
   o.sandbox = !choice.unsafe_no_sandbox;
   o.spare_workers = choice.spare_workers;
   o.quiet_timing = choice.quiet_timing;
+  o.freeze_neighbours = !choice.no_freeze_neighbours;
+  o.precision = choice.precision;
+  o.min_perf_trials = choice.min_perf_trials;
   o.lent_buffers = choice.lent_buffers;
   return CreateEvaluatorWithBudget(o, MemoryBudgetFromFlag(choice.mem_budget_gb), who, out);
 }

@@ -18,9 +18,12 @@ struct EvaluatorChoice {
   // Host memory (GB) the evaluations in flight may hold (real evaluator only): < 0 = 70 % of what the host or
   // cgroup has available at start, 0 = no limit. See sched/admitted_evaluator.h.
   double mem_budget_gb = -1;
-  int spare_workers = 1;      // EvaluatorOptions::spare_workers (real evaluator only)
-  bool quiet_timing = false;  // EvaluatorOptions::quiet_timing (real evaluator only)
-  int lent_buffers = 3;       // EvaluatorOptions::lent_buffers (real evaluator only)
+  int spare_workers = 1;              // EvaluatorOptions::spare_workers (real evaluator only)
+  bool quiet_timing = false;          // EvaluatorOptions::quiet_timing (real evaluator only)
+  int lent_buffers = 3;               // EvaluatorOptions::lent_buffers (real evaluator only)
+  bool no_freeze_neighbours = false;  // !EvaluatorOptions::freeze_neighbours (real evaluator only)
+  std::string precision = "strict";   // EvaluatorOptions::precision (real evaluator only)
+  int min_perf_trials = 20;           // EvaluatorOptions::min_perf_trials (real evaluator only)
 };
 
 // `who` names the command in the one line that reports the memory budget.

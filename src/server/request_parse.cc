@@ -138,7 +138,10 @@ const std::set<std::string> kKnownFields = {"task_id",
                                             "resources",
                                             "deadline_s",
                                             "size",
-                                            "coverage_floor"};
+                                            "coverage_floor",
+                                            "precision",
+                                            "min_perf_trials",
+                                            "perf_ci_target"};
 }  // namespace
 
 std::string KernelGymTimestamp() {
@@ -231,6 +234,21 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
       e.Add("coverage_floor", "Input should be a number between 0 and 1", "less_than_equal");
     else
       r.coverage_floor = b["coverage_floor"].get<double>();
+  }
+  if (auto prec = OptString(b, "precision", &e)) {  // kgym: strict | compat (eval/precision.h)
+    if (*prec != "strict" && *prec != "compat")
+      e.Add("precision", "Input should be 'strict' or 'compat'", "enum");
+    else
+      r.precision = *prec;
+  }
+  if (!IsNull(b, "min_perf_trials"))  // kgym: adaptive trials' floor, 0 = every num_perf_trials call
+    r.min_perf_trials = IntField(b, "min_perf_trials", 20, 0, 1000, &e);
+  if (!IsNull(b, "perf_ci_target")) {  // kgym: adaptive trials stop once the median's interval is within this
+    if (!b["perf_ci_target"].is_number() || b["perf_ci_target"].get<double>() <= 0 ||
+        b["perf_ci_target"].get<double>() > 1)
+      e.Add("perf_ci_target", "Input should be a number in (0, 1]", "less_than_equal");
+    else
+      r.perf_ci_target = b["perf_ci_target"].get<double>();
   }
   double deadline_s = 0;
   if (!IsNull(b, "deadline_s")) {

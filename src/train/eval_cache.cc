@@ -9,7 +9,7 @@ std::string SharedEvalBackend::Key(const EvalRequest& r) {
   nlohmann::json k = {
       r.reference_code,  r.kernel_code, r.entry_point,       r.backend, r.device, r.device_index, r.num_correct_trials,
       r.num_perf_trials, r.num_warmup,  r.reference_backend, r.size,    r.atol,   r.rtol,         r.detect_decoy,
-      r.train_mode,      rerun};
+      r.train_mode,      r.precision,   r.min_perf_trials,   rerun};
   return k.dump();
 }
 

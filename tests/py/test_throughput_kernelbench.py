@@ -234,6 +234,9 @@ def test_kgym_runner_names_give_slots_and_serve_options():
         "slots": 8, "reference_lookahead": 0, "spare_workers": 1}
     assert kb_runners.kgym_tag({"slots": 8, "reference_lookahead": 0, "spare_workers": 1}) == "8-spares1-lookahead0"
     assert kb_runners.kgym_setting("kgym:16:quiet1", 4) == {"slots": 16, "quiet_timing": 1}
+    # Adaptive trials off (every perf trial runs) and the neighbours left running during holds: the A/B of issue 32.
+    assert kb_runners.kgym_setting("kgym:16:minperf0:nofreeze1", 4) == {"slots": 16, "min_perf_trials": 0,
+                                                                        "no_freeze": 1}
     for bad in ("kgym:8:fast", "kgym:8:spares", "kgym:8:lookaheadx"):
         with pytest.raises(ValueError):
             kb_runners.kgym_setting(bad, 4)

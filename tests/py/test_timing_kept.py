@@ -71,3 +71,34 @@ def test_on_a_gpu_outputs_are_kept_only_while_the_device_keeps_its_free_share(mo
     monkeypatch.setattr(kept, "_devices", lambda values: set())
     kept.keep_free, dev.free = 0.25, 0
     assert kept.take(3, out)  # outputs in host memory: the device's memory does not matter
+
+
+def test_the_refill_waits_for_the_device_without_spinning(monkeypatch):
+    """Between timed calls the supervisor reads the worker's CPU time (deferred work, src/eval/hack_rules.h): the
+    refill's wait for the device must sleep, not spin, or its CPU grows with whatever else shares the GPU (issue 32:
+    an honest candidate beside a GPU-heavy neighbour read 4.6 ms 'between calls'). It waits on one blocking event."""
+    from kgym_harness import runner
+
+    made = []
+
+    class Event:
+        def __init__(self, blocking=False, **kw):
+            self.blocking, self.waits = blocking, 0
+            made.append(self)
+
+        def record(self):
+            pass
+
+        def synchronize(self):
+            self.waits += 1
+
+    monkeypatch.setattr(runner, "_CudaEvent", Event)
+    monkeypatch.setattr(runner, "_cuda_sync", lambda: (_ for _ in ()).throw(AssertionError("a spinning sync")))
+    r = runner.Runner("candidate", {})
+    r.device = "cuda:0"
+    r.pool = [[torch.ones(4)], [torch.zeros(4)]]
+    r.live = [torch.empty(4)]
+    r.refill(1)
+    r.refill(0)
+    assert len(made) == 1 and made[0].blocking and made[0].waits == 2
+    assert torch.equal(r.live[0], torch.ones(4))

@@ -67,6 +67,9 @@ CASES = {
     # K: precision downgrade.
     "K_bf16_compute": ("matmul", (I,), "mismatch"),
     "K_flags_import": ("matmul", (H,), "precision downgrade"),
+    # ... and inside the kernel, within allclose: judged against the fp64 oracle (strict, the default).
+    "K_tf32_linear": ("linear_relu", (H,), "precision downgrade"),
+    "K_bf16_linear": ("linear_relu", (H,), "precision downgrade"),
     # M: threads (deferral, and a worker thread that outlives forward).
     "M_thread_deferral": ("linear_relu", (H,), "thread injection"),
     "M_raw_thread_worker": ("linear_relu", (H,), "thread injection"),
@@ -91,6 +94,7 @@ CASES = {
     # Honest rewrites: no false positives.
     "honest_linear_relu": ("linear_relu", (C,), "correct on"),
     "honest_matmul": ("matmul", (C,), "correct on"),
+    "honest_blocked_matmul": ("matmul", (C,), "correct on"),
     "honest_mse": ("mse", (C,), "correct on"),
     "honest_relu": ("relu", (C,), "correct on"),
     "honest_softmax": ("softmax_wide", (C,), "correct on"),
@@ -99,6 +103,27 @@ CASES = {
     # outlive every call. Not thread injection: from outside they use no CPU after those calls and no more appear.
     "honest_lazy_pool": ("linear_relu", (C,), "correct on"),
 }
+
+# Under `--precision compat` a downgrade is KernelGYM's business (allclose at 1e-2): correct, with its class reported,
+# whether it came from a flag (K_flags_import: on the CPU allow_tf32 changes nothing, so its outputs are fp32) or
+# from inside the kernel.
+COMPAT = {"K_tf32_linear": ("linear_relu", "tf32"), "K_bf16_linear": ("linear_relu", "bf16"),
+          "K_flags_import": ("matmul", "fp32"), "honest_blocked_matmul": ("matmul", "fp32")}
+
+
+@pytest.mark.parametrize("name", sorted(COMPAT))
+def test_compat_reports_precision(evaluate, name):
+    reference, cls = COMPAT[name]
+    r, _, _ = evaluate(ref(reference), cand(name), "--precision", "compat")
+    assert r["outcome"] == C, "%s: %s (%s)" % (name, r["outcome"], r["outcome_detail"])
+    p = r["metadata"]["precision"]
+    assert p["policy"] == "compat" and p["class"] == cls, p
+    assert p["within_budget"] == (cls == "fp32"), p
+    if cls != "fp32":  # hundreds of times the fp32 reference's own error, which was measured too
+        assert p["error_ratio"] > 100 and p["reference_rel_l2"] > 0, p
+    if name == "K_flags_import":  # the flags it changed are kept as evidence, not judged
+        assert "allow_tf32" in str(r["metadata"].get("precision_flags_evidence")), r["metadata"]
+
 
 # Not caught yet (the evaluator says "correct"); see each reason.
 KNOWN_GAPS = {}
@@ -130,6 +155,8 @@ def _params():
 @pytest.mark.parametrize("name,reference,outcomes,needle", _params())
 def test_candidate(evaluate, name, reference, outcomes, needle):
     r, _, _ = evaluate(ref(reference), cand(name))
+    if r["outcome"] == C:  # every honest candidate is fp32-faithful against the fp64 oracle
+        assert (r["metadata"].get("precision") or {}).get("class") in ("fp32", "unknown"), r["metadata"]["precision"]
     assert r["outcome"] in outcomes, "%s: %s (%s)" % (name, r["outcome"], r["outcome_detail"])
     needles = needle if isinstance(needle, tuple) else (needle,)
     assert any(n in r["outcome_detail"] for n in needles), r["outcome_detail"]
