@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from . import checkpoint
+from . import checkpoint, faults
 from .chat import ChatRenderer
 from .distributed import Ranks
 from .losses import (aggregate, aggregate_norm, dual_clip_token_loss, micro_batches, response_logprobs,
@@ -291,6 +291,7 @@ class Learner:
         grad_norm = self.ranks.clip_grad_norm(params, float(actor["optim"]["clip_grad"]))
         if math.isfinite(grad_norm):
             self.optimizer.step()
+            faults.die_if_hit("learner.train_step")  # the weights moved and nobody was told
             self.scheduler.step()
             self.version += 1
         else:

@@ -4,6 +4,7 @@
 
 #include "agent/eval_backend.h"
 #include "agent/http_util.h"
+#include "fault/fault_points.h"
 
 namespace kgym::agent {
 
@@ -28,6 +29,29 @@ nlohmann::json GymPayload(const EvalRequest& req, bool is_valid) {
 }
 
 namespace {
+// One request to the gym. The fault point gym.request (fault/fault_points.h) makes it fail after the gym got it, as
+// a reply lost on the way does: the connection reset (reset), HTTP 500 (500), or no answer in time (slow).
+HttpReply GymRequest(const std::string& method, const std::string& url, const std::string& body, double timeout_s) {
+  HttpReply r = HttpRequest(method, url, body, {}, timeout_s, 10);
+  if (auto f = fault::Hit("gym.request")) {
+    r = HttpReply{};
+    if (f->mode == "500") {
+      r.status = 500;
+      r.body = "{\"detail\": \"Internal Server Error (fault point)\"}";
+    } else if (f->mode == "slow") {
+      r.curl_error = "Operation timed out after " + std::to_string(static_cast<long>(timeout_s * 1000)) +
+                     " milliseconds with 0 bytes received (fault point)";
+      r.timed_out = true;
+    } else {
+      r.curl_error = "Recv failure: Connection reset by peer (fault point)";
+    }
+  }
+  return r;
+}
+
+// Whether a reply is worth asking again for: no answer, 429 or 5xx.
+bool Transient(const HttpReply& r) { return !r.curl_error.empty() || r.status == 429 || r.status >= 500; }
+
 class HttpGymBackend : public EvalBackend {
  public:
   explicit HttpGymBackend(HttpGymOptions o) : o_(std::move(o)) {
@@ -42,13 +66,20 @@ class HttpGymBackend : public EvalBackend {
     HttpReply post;
     std::string why;
     bool posted = false;
-    for (int attempt = 0; attempt <= o_.max_retries; ++attempt) {
-      post = HttpRequest("POST", o_.base_url + "/evaluate", body, {}, timeout, 10);
+    const auto t0 = std::chrono::steady_clock::now();
+    // Asks again (the same task_id: the gym answers with the one evaluation) while the failures are transient, for
+    // max_retries retries and at least retry_window_s.
+    const auto again = [&](int attempt) {
+      const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return attempt < o_.max_retries || spent < o_.retry_window_s;
+    };
+    for (int attempt = 0;; ++attempt) {
+      post = GymRequest("POST", o_.base_url + "/evaluate", body, timeout);
       if (post.curl_error.empty() && post.status == 200) {
         posted = true;
         break;
       }
-      if (post.curl_error.empty() && post.status != 429 && post.status < 500) {
+      if (!Transient(post)) {
         // Validation errors are a verdict about the request, reported like the reference client does.
         *result = {{"task_id", req.task_id},
                    {"status", "failed"},
@@ -61,17 +92,16 @@ class HttpGymBackend : public EvalBackend {
         return Status::Ok();
       }
       why = post.curl_error.empty() ? "HTTP " + std::to_string(post.status) : post.curl_error;
-      if (attempt < o_.max_retries) {
-        // KernelGYM's client backs off harder on 503.
-        double base = post.status == 503 ? std::max(o_.backoff_base_s, 5 * o_.backoff_base_s) : o_.backoff_base_s;
-        std::this_thread::sleep_for(
-            std::chrono::duration<double>(BackoffSeconds(attempt, base, o_.backoff_max_s, post.retry_after_s)));
-      }
+      if (!again(attempt)) break;
+      // KernelGYM's client backs off harder on 503.
+      double base = post.status == 503 ? std::max(o_.backoff_base_s, 5 * o_.backoff_base_s) : o_.backoff_base_s;
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(BackoffSeconds(attempt, base, o_.backoff_max_s, post.retry_after_s)));
     }
     if (!posted) return Status::Unavailable("POST /evaluate to " + o_.base_url + " failed: " + why);
     HttpReply get;
     for (int attempt = 0; attempt <= o_.max_retries; ++attempt) {
-      get = HttpRequest("GET", o_.base_url + "/results/" + req.task_id, "", {}, 60, 10);
+      get = GymRequest("GET", o_.base_url + "/results/" + req.task_id, "", 60);
       if (get.curl_error.empty() && get.status == 200) break;
       if (attempt < o_.max_retries)
         std::this_thread::sleep_for(std::chrono::duration<double>(

@@ -116,10 +116,16 @@ class CandidateRun {
   void ReportTime();
   void Finish();
 
-  // An exchange that failed: channel tampering, or the worker's end.
+  // An exchange that failed: the worker's end (which explains a frame it broke off as it died), channel tampering
+  // (noted as metadata.channel_broken: the evaluator runs such a candidate again, once, eval/evaluator.h), or a
+  // failure of this process's own (WorkerFailureVerdict).
   End SessionFailure(const Status& s) {
+    WorkerExit e;
+    if (s.code() == Status::Code::kInvalidArgument && w_->WaitExit(Clock::now() + std::chrono::milliseconds(300), &e))
+      return WorkerFailureVerdict(w_.get(), s, phase_, dl_, false);
     if (End v = ChannelTamperingRule(s, w_->cancelled())) {
       w_->Kill();
+      md_["channel_broken"] = s.message();
       return v;
     }
     return WorkerFailureVerdict(w_.get(), s, phase_, dl_, false);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fault/fault_points.h"
 #include "sandbox/protocol.h"
 
 namespace kgym {
@@ -21,6 +22,7 @@ namespace field = protocol::field;
 Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::time_point deadline,
                             std::unique_ptr<WorkerSession>* out) {
   int sv[2], pipefd[2];
+  if (fault::Hit("worker.spawn")) return Status::IOError("socketpair: Too many open files (fault point)");
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Status::IOError(std::string("socketpair: ") + std::strerror(errno));
   if (::pipe2(pipefd, O_CLOEXEC) != 0) {
@@ -134,6 +136,8 @@ bool WorkerSession::WaitExit(Clock::time_point deadline, WorkerExit* out) {
   *out = exit_;
   return true;
 }
+
+bool WorkerSession::orphaned() const { return zygote_ && zygote_->Orphaned(job_); }
 
 std::string WorkerSession::Output() { return capture_ ? capture_->Text() : ""; }
 size_t WorkerSession::OutputBytes() { return capture_ ? capture_->total_bytes() : 0; }

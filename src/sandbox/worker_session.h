@@ -51,6 +51,8 @@ class WorkerSession {
   nlohmann::json& evidence() { return evidence_; }
   nlohmann::json& notes() { return notes_; }
   bool killed() const { return killed_; }
+  // The worker died with its zygote (sandbox/zygote.h): its end was not its doing.
+  bool orphaned() const;
 
  private:
   WorkerSession() = default;

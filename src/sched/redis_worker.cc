@@ -16,7 +16,8 @@
 namespace kgym {
 
 namespace {
-// Bridges scheduler callbacks to Redis: completions go back through one guarded connection.
+// Bridges scheduler callbacks to Redis: completions go back through one guarded connection. A completion Redis did
+// not take (it was out of reach) is kept, the job still held (its lease renewed), and delivered by Deliver() later.
 class CompletionSink : public SchedulerListener {
  public:
   CompletionSink(std::unique_ptr<RedisJobQueue> q, std::string worker) : q_(std::move(q)), worker_(std::move(worker)) {}
@@ -26,12 +27,21 @@ class CompletionSink : public SchedulerListener {
     std::fprintf(stderr, "kgym worker: %s: %s; retrying in %.1fs\n", job.id.c_str(), r.error_message.c_str(), delay);
   }
   void OnFinished(const SchedJob& job, const EvalResult& r) override {
-    bool accepted = false;
     {
       std::lock_guard<std::mutex> l(mu_);
-      Status s = q_->Complete(job.id, worker_, job.generation, r.ToJson(false).dump(), &accepted);
-      if (!s.ok()) std::fprintf(stderr, "kgym worker: completing %s: %s\n", job.id.c_str(), s.ToString().c_str());
-      held_.erase(job.id);
+      undelivered_[job.id] = {job.generation, r.ToJson(false).dump()};
+      DeliverLocked(job.id);
+    }
+    cv_.notify_all();
+  }
+  // Tries again to hand Redis the completions it did not take.
+  void Deliver() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      std::vector<std::string> ids;
+      for (const auto& [id, c] : undelivered_) ids.push_back(id);
+      for (const auto& id : ids)
+        if (!DeliverLocked(id)) break;
     }
     cv_.notify_all();
   }
@@ -54,11 +64,30 @@ class CompletionSink : public SchedulerListener {
   }
 
  private:
+  struct Completion {
+    int64_t generation;
+    std::string result;
+  };
+  // mu_ held. True when Redis answered (the result recorded, or refused because the lease is no longer ours).
+  bool DeliverLocked(const std::string& id) {
+    const Completion& c = undelivered_.at(id);
+    bool accepted = false;
+    Status s = q_->Complete(id, worker_, c.generation, c.result, &accepted);
+    if (!s.ok()) {
+      std::fprintf(stderr, "kgym worker: completing %s: %s (kept; trying again)\n", id.c_str(), s.ToString().c_str());
+      return false;
+    }
+    undelivered_.erase(id);
+    held_.erase(id);
+    return true;
+  }
+
   std::mutex mu_;
   std::condition_variable cv_;
   std::unique_ptr<RedisJobQueue> q_;
   std::string worker_;
   std::map<std::string, int64_t> held_;
+  std::map<std::string, Completion> undelivered_;
 };
 }  // namespace
 
@@ -75,8 +104,12 @@ RedisWorker::RedisWorker(Evaluator* evaluator, RedisWorkerOptions options)
 Status RedisWorker::Run(const std::atomic<bool>* stop) {
   std::unique_ptr<RedisJobQueue> claimer, completer, beater;
   Status s = RedisJobQueue::Connect(options_.redis_url, options_.prefix, &claimer);
-  if (s.ok()) s = RedisJobQueue::Connect(options_.redis_url, options_.prefix, &completer);
-  if (s.ok()) s = RedisJobQueue::Connect(options_.redis_url, options_.prefix, &beater);
+  if (s.code() == Status::Code::kUnavailable) {
+    std::fprintf(stderr, "kgym worker: %s; waiting for it\n", s.message().c_str());
+    s = RedisJobQueue::Open(options_.redis_url, options_.prefix, &claimer);
+  }
+  if (s.ok()) s = RedisJobQueue::Open(options_.redis_url, options_.prefix, &completer);
+  if (s.ok()) s = RedisJobQueue::Open(options_.redis_url, options_.prefix, &beater);
   if (!s.ok()) return s;
   const std::string& me = options_.worker_id;
   CompletionSink sink(std::move(completer), me);
@@ -92,6 +125,7 @@ Status RedisWorker::Run(const std::atomic<bool>* stop) {
   std::atomic<bool> beating{true};
   std::thread heartbeat([&] {
     while (beating) {
+      sink.Deliver();
       for (auto& [id, gen] : sink.Held()) {
         LeaseState st;
         if (!beater->Heartbeat(id, me, options_.lease_ms, &st).ok()) continue;
@@ -106,6 +140,7 @@ Status RedisWorker::Run(const std::atomic<bool>* stop) {
 
   std::fprintf(stderr, "kgym worker %s: pulling from %s (%zu slots)\n", me.c_str(), options_.redis_url.c_str(),
                capacity);
+  bool claim_failing = false;
   while (!stop->load()) {
     if (sink.HeldCount() >= capacity) {
       sink.WaitBelow(capacity, options_.poll_ms);
@@ -114,10 +149,13 @@ Status RedisWorker::Run(const std::atomic<bool>* stop) {
     std::optional<ClaimedJob> job;
     s = claimer->Claim(me, options_.lease_ms, &job);
     if (!s.ok()) {
-      std::fprintf(stderr, "kgym worker: claim: %s\n", s.ToString().c_str());
+      if (!claim_failing) std::fprintf(stderr, "kgym worker: claim: %s (trying again)\n", s.ToString().c_str());
+      claim_failing = true;
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
       continue;
     }
+    if (claim_failing) std::fprintf(stderr, "kgym worker: redis answers again\n");
+    claim_failing = false;
     if (!job) {
       std::this_thread::sleep_for(std::chrono::milliseconds(options_.poll_ms));
       continue;

@@ -11,6 +11,7 @@ Status MakeGym(const nlohmann::json& gym, std::unique_ptr<agent::EvalBackend>* o
   if (server.is_string() && !server.get<std::string>().empty()) {
     agent::HttpGymOptions o;
     o.base_url = server.get<std::string>();
+    o.retry_window_s = gym.value("retry_window", 600.0);
     *out = agent::MakeHttpGymBackend(o);
     return Status::Ok();
   }
