@@ -29,10 +29,10 @@ nlohmann::json GymPayload(const EvalRequest& req, bool is_valid) {
 }
 
 namespace {
-// One request to the gym. The fault point gym.request (fault/fault_points.h) makes it fail after the gym got it, as
-// a reply lost on the way does: the connection reset (reset), HTTP 500 (500), or no answer in time (slow).
-HttpReply GymRequest(const std::string& method, const std::string& url, const std::string& body, double timeout_s) {
-  HttpReply r = HttpRequest(method, url, body, {}, timeout_s, 10);
+// POST /evaluate. The fault point gym.request (fault/fault_points.h) makes it fail after the gym got it, as a reply
+// lost on the way does: the connection reset (reset), HTTP 500 (500), or no answer in time (slow).
+HttpReply PostEvaluate(const std::string& url, const std::string& body, double timeout_s) {
+  HttpReply r = HttpRequest("POST", url, body, {}, timeout_s, 10);
   if (auto f = fault::Hit("gym.request")) {
     r = HttpReply{};
     if (f->mode == "500") {
@@ -74,7 +74,7 @@ class HttpGymBackend : public EvalBackend {
       return attempt < o_.max_retries || spent < o_.retry_window_s;
     };
     for (int attempt = 0;; ++attempt) {
-      post = GymRequest("POST", o_.base_url + "/evaluate", body, timeout);
+      post = PostEvaluate(o_.base_url + "/evaluate", body, timeout);
       if (post.curl_error.empty() && post.status == 200) {
         posted = true;
         break;
@@ -101,7 +101,7 @@ class HttpGymBackend : public EvalBackend {
     if (!posted) return Status::Unavailable("POST /evaluate to " + o_.base_url + " failed: " + why);
     HttpReply get;
     for (int attempt = 0; attempt <= o_.max_retries; ++attempt) {
-      get = GymRequest("GET", o_.base_url + "/results/" + req.task_id, "", 60);
+      get = HttpRequest("GET", o_.base_url + "/results/" + req.task_id, "", {}, 60, 10);
       if (get.curl_error.empty() && get.status == 200) break;
       if (attempt < o_.max_retries)
         std::this_thread::sleep_for(std::chrono::duration<double>(

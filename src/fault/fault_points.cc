@@ -57,8 +57,9 @@ const std::vector<PointInfo>& Points() {
       {"learner.train_step", "exit", "python/kgym_train/server.py (the learner's train step)",
        "the learner process dies in the middle of a PPO step: as learner.request"},
       {"gym.request", "reset 500 slow", "agent/eval_backend_http.cc (the trainer's and agent's gym client)",
-       "a request to the gym fails: connection reset, HTTP 500, or no answer within the client's timeout (slow): "
-       "the client asks again with the same task_id, so the gym's answer is the one evaluation's"},
+       "a POST /evaluate's reply is lost after the gym got it: connection reset, HTTP 500, or no answer within the "
+       "client's timeout (slow): the client asks again with the same task_id, so the gym's answer is the one "
+       "evaluation's"},
   };
   return points;
 }
