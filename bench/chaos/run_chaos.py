@@ -16,7 +16,7 @@ What is counted (the JSON's "summary"):
 Redis runs without persistence, so every Redis kill loses what it held (queue, leases, finished results not yet
 collected): the API node's store is what must carry every accepted job through.
 
-Usage: bench/chaos/run_chaos.py [--duration 600] [--rate 0.6] [--out bench/results/chaos-cpu-DATE.json]
+Usage: bench/chaos/run_chaos.py [--duration 600] [--rate 0.8] [--out bench/results/chaos-cpu-DATE.json]
        [--kgym build/src/cli/kgym] [--seed 1]
 """
 import argparse
@@ -70,7 +70,7 @@ def submissions(n, seed):
         out.append({"task_id": f"chaos-{i:04d}-{ref}-{kind}", "case": f"{ref}/{kind}",
                     "body": {"task_id": f"chaos-{i:04d}-{ref}-{kind}", "reference_code": reference(expr),
                              "kernel_code": candidate(CANDIDATES[kind].format(expr=expr)), "backend": "triton",
-                             "num_correct_trials": 3, "num_perf_trials": 10, "timeout": 120, "priority": "normal",
+                             "num_correct_trials": 3, "num_perf_trials": 30, "timeout": 120, "priority": "normal",
                              "entry_point": "Model", "is_valid": False, "verbose_errors": True,
                              "enable_profiling": False, "detect_decoy_kernel": True, "reference_backend": None}})
     return out
@@ -222,7 +222,7 @@ def stored(store):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--duration", type=float, default=600, help="seconds of kills (and of submissions)")
-    ap.add_argument("--rate", type=float, default=0.6, help="submissions per second")
+    ap.add_argument("--rate", type=float, default=0.8, help="submissions per second")
     ap.add_argument("--kgym", default=os.path.join(ROOT, "build", "src", "cli", "kgym"))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--drain", type=float, default=600, help="seconds the answers may take after the kills end")

@@ -1,7 +1,7 @@
 """The learner's fault points: the Python half of kgym's fault registry (src/fault/fault_points.h states the contract
 and lists every point; the learner's are those whose "where" names python/kgym_train).
 
-KGYM_FAULTS="POINT[@N][*K][:MODE],..." arms them: the point's N-th hit fails (default 1), and the K-1 after it
+KGYM_FAULTS="POINT[/SCOPE][@N][*K][:MODE],..." arms them: the point's N-th hit fails (default 1), and the K-1 after it
 (K = 0: every hit from the N-th on). Entries naming points of the C++ side are theirs and ignored here. With
 KGYM_FAULTS_DIR set, the first process to fire an entry leaves a file named "POINT@N" there, and a process that finds
 it does not fire the entry: a learner restarted after its fault goes on without it. Unarmed, hit() is one dict lookup.
@@ -22,6 +22,7 @@ def _parse(spec):
         rest, _, mode = item.partition(":")
         rest, _, count = rest.partition("*")
         point, _, first = rest.partition("@")
+        point = point.partition("/")[0]  # a scope: the learner's points have none to tell apart
         if point not in POINTS:
             continue  # the C++ side's
         mode = mode or POINTS[point][0]

@@ -105,11 +105,11 @@ class GenerationBatcher:
 
 class LearnerServer:
     def __init__(self, learner, model_name, host="127.0.0.1", port=0, out_dir=None, max_batch=256,
-                 batch_wait_s=0.05):
+                 batch_wait_s=0.05, purge_step=None):
         self.learner = learner
         self.model_name = model_name
         self.batcher = GenerationBatcher(learner, max_batch, batch_wait_s)
-        self.metrics = MetricsLog(out_dir, jsonl=False) if out_dir else None
+        self.metrics = MetricsLog(out_dir, jsonl=False, purge_step=purge_step) if out_dir else None
         self.counter = 0
         server = self
 

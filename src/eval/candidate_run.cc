@@ -194,7 +194,9 @@ End CandidateRun::Start() {
   md_["candidate_worker"] = how;
   if (w_) w_->SetCancel(cancel_ ? cancel_ : ctx_.cancel_all);
   if (!s.ok()) {
-    if (w_ && s.code() != Status::Code::kTimeout) return WorkerFailureVerdict(w_.get(), s, "start", dl_, false);
+    // Nothing of the candidate has run yet (its code goes out with the job, after the hello): whatever stopped the
+    // worker here is not its doing.
+    if (w_ && w_->cancelled()) return WorkerFailureVerdict(w_.get(), s, "start", dl_, false);
     w_.reset();
     return Verdict::System("could not start the candidate worker: " + s.ToString());
   }

@@ -29,7 +29,8 @@ const std::vector<PointInfo>& Points() {
       {"channel.read", "short garbage eof", "sandbox/channel.cc RecvFrame",
        "the supervisor's read of a frame sees its payload cut short (short), a length past the limits (garbage) or "
        "the end of the stream inside the prefix (eof): what a tampering candidate looks like, so the candidate runs "
-       "again on a fresh worker, once, and the second run decides; in a reference's run, a system error, retried"},
+       "again on a fresh worker, once, and the second run decides; in a reference's run or in a worker's hello "
+       "(before any candidate code ran), a system error, retried. Scopes: hello, reference, candidate"},
       {"store.insert", "full ioerr busy", "store/job_store.cc JobStore::Insert, Resubmit",
        "writing a new job fails with SQLITE_FULL, SQLITE_IOERR or SQLITE_BUSY: the submission is refused with 503 "
        "and Retry-After before it is accepted; nothing is stored"},
@@ -71,8 +72,8 @@ std::atomic<int> g_state{0};
 namespace {
 
 struct Entry {
-  std::string text;  // as written in the spec, "@N" always present: the marker's name
-  std::string point, mode;
+  std::string text;  // POINT[.SCOPE]@N: the marker's name
+  std::string point, scope, mode;
   int64_t first = 1, count = 1;  // count 0: every hit from `first` on
   int64_t hits = 0;
   bool owned = false;  // this process made the entry's marker (KGYM_FAULTS_DIR): its later hits fire too
@@ -132,12 +133,16 @@ std::string ParseEntry(const std::string& text, Entry* e) {
       return "bad hit number in '" + text + "' (POINT@N*K:MODE, N from 1)";
     rest.resize(at);
   }
+  if (auto slash = rest.find('/'); slash != std::string::npos) {
+    e->scope = rest.substr(slash + 1);
+    rest.resize(slash);
+  }
+  e->text = rest + (e->scope.empty() ? "" : "." + e->scope) + "@" + std::to_string(e->first);
   e->point = rest;
   const PointInfo* p = Find(rest);
   if (!p) return "unknown fault point '" + rest + "' (the points are listed in src/fault/fault_points.cc)";
   if (e->mode.empty()) e->mode = DefaultMode(*p);
   if (!HasMode(*p, e->mode)) return "fault point " + rest + " has no mode '" + e->mode + "' (modes: " + p->modes + ")";
-  e->text = rest + "@" + std::to_string(e->first);
   return "";
 }
 
@@ -180,12 +185,12 @@ void ReadEnvironmentLocked(Registry& r) {
 }  // namespace
 
 namespace internal {
-std::optional<Fired> SlowHit(std::string_view point) {
+std::optional<Fired> SlowHit(std::string_view point, std::string_view scope) {
   Registry& r = Reg();
   std::lock_guard<std::mutex> l(r.mu);
   ReadEnvironmentLocked(r);
   for (auto& e : r.entries) {
-    if (e.point != point || e.spent) continue;
+    if (e.point != point || (!e.scope.empty() && e.scope != scope) || e.spent) continue;
     const int64_t hit = ++e.hits;
     if (hit < e.first || (e.count > 0 && hit >= e.first + e.count)) continue;
     if (const std::string marker = MarkerPath(e.text); !marker.empty() && !e.owned) {

@@ -8,11 +8,14 @@
 //   Every name a site may check is listed in Points() below, with its modes; Hit() of any other name is a bug.
 // - Unarmed (always, in production), Hit() costs one relaxed atomic load and a branch.
 // - Arming: the environment variable KGYM_FAULTS (read once, at the first Hit() or at ArmFromEnvironment()) or Arm()
-//   (a test's hook), with a spec "POINT[@N][*K][:MODE],...": the point's N-th hit fails (default 1), and the K-1
-//   after it too (default K = 1; K = 0: every hit from the N-th on); MODE picks the failure (default: the point's
-//   first mode). A spec naming an unknown point or mode is refused whole.
+//   (a test's hook), with a spec "POINT[/SCOPE][@N][*K][:MODE],...": the point's N-th hit fails (default 1), and the
+//   K-1 after it too (default K = 1; K = 0: every hit from the N-th on); MODE picks the failure (default: the point's
+//   first mode); SCOPE counts only the hits the site names with that scope (channel.read: "hello" for a worker's
+//   hello, then the worker's role, "reference" or "candidate"). A spec naming an unknown point or mode is refused
+//   whole.
 // - Hits are counted per process and per point, from the arming on.
-// - KGYM_FAULTS_DIR: when set, a fault that fires writes an empty file there named by its entry ("store.insert@2"),
+// - KGYM_FAULTS_DIR: when set, a fault that fires writes an empty file there named by its entry ("store.insert@2",
+//   "channel.read.candidate@3"),
 //   and an entry whose file already exists is not armed. So a fault fires in one process only, even across restarts
 //   (a server or learner restarted after the fault goes on without it), and a test can see that it fired.
 // - A fault that fires writes one line to stderr: "kgym: fault store.insert@2 fired (full)".
@@ -49,13 +52,13 @@ struct Fired {
 
 namespace internal {
 extern std::atomic<int> g_state;  // 0: the environment not read yet, 1: unarmed, 2: armed
-std::optional<Fired> SlowHit(std::string_view point);
+std::optional<Fired> SlowHit(std::string_view point, std::string_view scope);
 }  // namespace internal
 
-// Whether this hit of `point` is one to fail, and how.
-inline std::optional<Fired> Hit(std::string_view point) {
+// Whether this hit of `point` (in `scope`, where the site has one) is one to fail, and how.
+inline std::optional<Fired> Hit(std::string_view point, std::string_view scope = {}) {
   if (internal::g_state.load(std::memory_order_relaxed) == 1) return std::nullopt;
-  return internal::SlowHit(point);
+  return internal::SlowHit(point, scope);
 }
 
 // Arms `spec` (replacing whatever was armed; "" disarms). Returns "" or what is wrong with the spec.

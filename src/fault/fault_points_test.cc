@@ -50,6 +50,20 @@ TEST_F(FaultPointsTest, CountsAndTheDefaultMode) {
   for (int i = 0; i < 20; ++i) EXPECT_TRUE(Hit("redis.lease"));
 }
 
+TEST_F(FaultPointsTest, AScopeCountsOnlyItsOwnHits) {
+  ASSERT_EQ(Arm("channel.read/candidate@2:eof"), "");
+  EXPECT_FALSE(Hit("channel.read", "reference"));
+  EXPECT_FALSE(Hit("channel.read", "candidate"));
+  EXPECT_FALSE(Hit("channel.read", "reference"));
+  auto f = Hit("channel.read", "candidate");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->mode, "eof");
+  EXPECT_EQ(FiredCount("channel.read"), 1);
+  ASSERT_EQ(Arm("channel.read@2"), "");  // no scope: every hit counts
+  EXPECT_FALSE(Hit("channel.read", "reference"));
+  EXPECT_TRUE(Hit("channel.read", "candidate"));
+}
+
 TEST_F(FaultPointsTest, RefusesUnknownPointsAndModesWhole) {
   EXPECT_NE(Arm("store.insert@1,store.insret@2").find("unknown fault point 'store.insret'"), std::string::npos);
   EXPECT_FALSE(Hit("store.insert"));  // nothing of a refused spec is armed

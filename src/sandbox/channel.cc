@@ -160,7 +160,7 @@ Status SendFrame(int fd, const nlohmann::json& header_in, const std::string& pay
   return s;
 }
 
-Status RecvFrame(int fd, Clock::time_point deadline, Frame* out) {
+Status RecvFrame(int fd, Clock::time_point deadline, Frame* out, const std::string& fault_scope) {
   char prefix[12];
   std::vector<int> fds;
   out->regions.clear();
@@ -177,7 +177,7 @@ Status RecvFrame(int fd, Clock::time_point deadline, Frame* out) {
   if (!s.ok()) return s;
   // The fault point channel.read (fault/fault_points.h): what this process would read were the sender to stop
   // inside the prefix (eof), to send a length past the limits (garbage) or to stop inside the payload (short).
-  const auto fault = fault::Hit("channel.read");
+  const auto fault = fault::Hit("channel.read", fault_scope);
   if (fault && fault->mode == "eof") return CutOff("prefix", 5, 12);
   uint32_t hl;
   uint64_t pl;

@@ -37,7 +37,7 @@ Status SendFrame(int fd, const nlohmann::json& header, const std::string& payloa
 // Returns Unavailable when the peer closed the channel between frames, InvalidArgument when what it sent breaks the
 // framing (a frame cut off inside, a length past the limits, a malformed header, regions that do not match),
 // IOError when this process's own reading or mapping failed, Timeout at the deadline. A fault point
-// (fault/fault_points.h: channel.read).
-Status RecvFrame(int fd, Clock::time_point deadline, Frame* out);
+// (fault/fault_points.h: channel.read, in `fault_scope`: the sender's role).
+Status RecvFrame(int fd, Clock::time_point deadline, Frame* out, const std::string& fault_scope = "");
 
 }  // namespace kgym

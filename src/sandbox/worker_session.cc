@@ -49,6 +49,7 @@ Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::t
     return s;
   }
   w->hello_ = f.header;
+  w->fault_scope_ = spec.value("role", "");
   // The harness is the deepest process of the worker's chain: the outside process itself when there is no PID
   // namespace, else its init's only child. Nothing of the candidate has run yet, so the chain is the harness's own.
   pid_t p = w->pid_;
@@ -86,7 +87,7 @@ Status WorkerSession::Send(const nlohmann::json& header, const std::string& payl
 }
 
 Status WorkerSession::Recv(Clock::time_point deadline, Frame* out) {
-  if (!cancel_) return RecvFrame(chan_, deadline, out);
+  if (!cancel_) return RecvFrame(chan_, deadline, out, fault_scope_);
   // Wait for the first bytes in short slices so a cancel is noticed; then read the frame whole.
   while (true) {
     if (cancel_->load()) return Status::Unavailable("cancelled");
@@ -95,7 +96,7 @@ Status WorkerSession::Recv(Clock::time_point deadline, Frame* out) {
     auto slice = std::min(deadline, now + std::chrono::milliseconds(200));
     pollfd pfd{chan_, POLLIN, 0};
     int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(slice - now).count()) + 1;
-    if (::poll(&pfd, 1, ms) > 0) return RecvFrame(chan_, deadline, out);
+    if (::poll(&pfd, 1, ms) > 0) return RecvFrame(chan_, deadline, out, fault_scope_);
   }
 }
 

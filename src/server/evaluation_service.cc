@@ -17,6 +17,19 @@ Status NotAccepted(const Status& s) {
   return Status::Unavailable("the job store could not take the job, so it was not accepted (" + s.message() +
                              "); retry");
 }
+// The jobs of stored records, as they are dispatched (records whose request no longer parses are left out).
+std::vector<SchedJob> StoredJobs(const std::vector<JobRecord>& recs) {
+  std::vector<SchedJob> jobs;
+  for (const auto& rec : recs) {
+    SchedJob job;
+    if (!SchedJobFromJson(rec.request_json, &job).ok()) continue;
+    job.id = rec.id;
+    job.generation = rec.generation;
+    job.attempts = rec.attempts;
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
 bool IsSystemFailure(const JobRecord& r) {
   if (r.state != JobState::kDone) return false;
   auto j = nlohmann::json::parse(r.result_json, nullptr, false);
@@ -50,18 +63,9 @@ Status EvaluationService::Start(int* recovered) {
   started_at_ = SteadyNow();
   dispatcher_->SetUnfinishedSource([this] {
     std::vector<JobRecord> recs;
-    std::vector<SchedJob> jobs;
     Status s = store_->Unfinished(&recs);
     if (!s.ok()) std::fprintf(stderr, "kgym serve: listing unfinished jobs: %s\n", s.ToString().c_str());
-    for (const auto& rec : recs) {
-      SchedJob job;
-      if (!SchedJobFromJson(rec.request_json, &job).ok()) continue;
-      job.id = rec.id;
-      job.generation = rec.generation;
-      job.attempts = rec.attempts;
-      jobs.push_back(std::move(job));
-    }
-    return jobs;
+    return StoredJobs(recs);
   });
   Status s = dispatcher_->Start(this);
   if (!s.ok()) return s;
@@ -69,12 +73,7 @@ Status EvaluationService::Start(int* recovered) {
   s = store_->Recover(&queued);
   if (!s.ok()) return s;
   *recovered = 0;
-  for (const auto& rec : queued) {
-    SchedJob job;
-    if (!SchedJobFromJson(rec.request_json, &job).ok()) continue;
-    job.id = rec.id;
-    job.generation = rec.generation;
-    job.attempts = rec.attempts;
+  for (const SchedJob& job : StoredJobs(queued)) {
     s = dispatcher_->Dispatch(job);
     if (!s.ok()) return s;
     ++*recovered;
@@ -235,6 +234,8 @@ void EvaluationService::OnProgress(const SchedJob& job, const std::string& phase
 }
 
 void EvaluationService::OnRetry(const SchedJob& job, const EvalResult& failed, double delay_s) {
+  std::fprintf(stderr, "kgym serve: %s: %s; retrying in %.1f s\n", job.id.c_str(), failed.outcome_detail.c_str(),
+               delay_s);
   store_->MarkQueued(job.id, job.generation);
   Emit(job.id, "retry", {{"error_message", failed.error_message}, {"delay_s", delay_s}});
 }

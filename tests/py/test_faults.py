@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(KGYM_BIN), reason="kgym binar
 
 
 @pytest.fixture
-def case(tmp_path, request):
+def case(tmp_path):
     made = []
 
     def make(spec, *args):
@@ -25,6 +25,22 @@ def case(tmp_path, request):
     yield make
     for c in made:
         c.close()
+
+
+@pytest.fixture
+def faulted(case):
+    """Runs the two evaluations under `spec` and checks what every case must show: the fault fired, both verdicts
+    are the fault-free run's, the store holds each done once, the service answers. Returns (case, jobs)."""
+
+    def run(spec, *args):
+        c = case(spec, *args)
+        jobs = c.run()
+        entry = spec.split(":")[0].split("*")[0].replace("/", ".")
+        assert c.fired() == [entry if "@" in entry else entry + "@1"], c.log()[-3000:]
+        check_verdicts_and_store(c, jobs)
+        return c, jobs
+
+    return run
 
 
 def one_retried(jobs):
@@ -44,67 +60,58 @@ def test_bad_spec_is_refused_before_anything_runs(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["refuse", "die"])
-def test_zygote_fork(case, mode):
-    c = case(f"zygote.fork@1:{mode}")
-    jobs = c.run()
-    assert c.fired() == ["zygote.fork@1"]
-    check_verdicts_and_store(c, jobs)
+def test_zygote_fork(faulted, mode):
+    c, jobs = faulted(f"zygote.fork@1:{mode}")
     if mode == "refuse":
         one_retried(jobs)  # the worker the zygote refused: a system error, retried
     else:
         # The zygote's death takes every worker it forked with it: whatever ran then is retried, none is blamed.
         assert any(j["attempts"] >= 2 for j in jobs.values())
-        assert "zygote" in c.log()
     # A new zygote serves what comes next.
     more = c.run({"after": dict(JOBS[FAULTED], task_id="after")})
     assert more["after"]["result"]["outcome"] == "correct" and more["after"]["attempts"] == 1
 
 
-def test_worker_spawn(case):
-    c = case("worker.spawn@1")
-    jobs = c.run()
-    assert c.fired() == ["worker.spawn@1"]
-    check_verdicts_and_store(c, jobs)
+def test_worker_spawn(faulted):
+    c, jobs = faulted("worker.spawn@1")
     hit = one_retried(jobs)
     assert jobs[hit]["attempts"] == 2
 
 
-def test_memfd_map(case):
+def test_memfd_map(faulted):
     """Only the large task's tensors travel as memfds: the mapping that fails is in its evaluation."""
-    c = case("memfd.map@1")
-    jobs = c.run()
-    assert c.fired() == ["memfd.map@1"]
-    check_verdicts_and_store(c, jobs)
+    c, jobs = faulted("memfd.map@1")
     assert jobs[FAULTED]["attempts"] == 2 and jobs[NEIGHBOUR]["attempts"] == 1
 
 
 @pytest.mark.parametrize("point", ["memfd.create", "memfd.seal", "lent.register"])
-def test_lent_buffer_cannot_be_made(case, point):
+def test_lent_buffer_cannot_be_made(faulted, point):
     """No buffer to lend the large task's candidate: its outputs come in memfds of the worker's own, and that is no
     failure of the evaluation."""
-    c = case(f"{point}@1")
-    jobs = c.run()
-    assert c.fired() == [f"{point}@1"]
-    check_verdicts_and_store(c, jobs)
+    c, jobs = faulted(f"{point}@1")
     assert all(j["attempts"] == 1 for j in jobs.values())
     lent = jobs[FAULTED]["result"]["metadata"]["lent_buffers"]
     assert lent["made"] == 0 and lent["used"] == 0, lent
 
 
 @pytest.mark.parametrize("mode", ["short", "garbage", "eof"])
-def test_channel_read(case, mode):
-    """A frame the supervisor reads cut short, with a garbage length or ending inside its prefix. In a reference's
-    run: a system error, retried. In a candidate's: what tampering looks like, so the candidate runs once more on a
-    fresh worker and that run decides. Either way both verdicts stand."""
-    c = case(f"channel.read@25:{mode}")
-    jobs = c.run()
-    assert c.fired() == ["channel.read@25"]
-    check_verdicts_and_store(c, jobs)
+@pytest.mark.parametrize("scope", ["hello", "reference", "candidate"])
+def test_channel_read(faulted, scope, mode):
+    """A frame the supervisor reads (the first worker's hello, or the second frame of a reference's or a candidate's
+    run) is cut short, has a garbage length or ends inside its prefix. In a hello or a reference's run: a system
+    error, retried (a reference is never kept as broken for it). In a candidate's run: what tampering looks like, so
+    the candidate runs once more on a fresh worker and that run decides (metadata.candidate_rerun). Either way both
+    verdicts stand."""
+    c, jobs = faulted(f"channel.read/{scope}@{1 if scope == 'hello' else 2}:{mode}")
     hit = one_retried(jobs)
     rerun = jobs[hit]["result"]["metadata"].get("candidate_rerun")
-    if rerun:
-        assert "hacked (result channel tampering)" in rerun["outcome_detail"], rerun
+    if scope == "candidate":
         assert jobs[hit]["attempts"] == 1
+        assert "hacked (result channel tampering)" in rerun["outcome_detail"], rerun
+    else:
+        assert jobs[hit]["attempts"] == 2 and rerun is None
+        assert ("could not start the reference worker" if scope == "hello" else
+                "the reference's worker broke its channel") in c.log()
 
 
 @pytest.mark.parametrize("mode", ["full", "busy"])
@@ -122,34 +129,25 @@ def test_store_insert(case, mode):
     check_verdicts_and_store(c, jobs)
 
 
-def test_store_update(case):
+def test_store_update(faulted):
     """A job's state change is lost: it runs on and its result is stored as usual."""
-    c = case("store.update@1:ioerr")
-    jobs = c.run()
-    assert c.fired() == ["store.update@1"]
-    check_verdicts_and_store(c, jobs)
+    c, jobs = faulted("store.update@1:ioerr")
     assert "disk I/O error" in c.log()
 
 
 @pytest.mark.parametrize("mode", ["full", "ioerr", "busy"])
-def test_store_commit(case, mode):
+def test_store_commit(faulted, mode):
     """A result the store does not take is kept and written again; the client waiting gets it then, once."""
-    c = case(f"store.commit@1*3:{mode}")
-    jobs = c.run()
-    assert c.fired() == ["store.commit@1"]
-    check_verdicts_and_store(c, jobs)
+    c, jobs = faulted(f"store.commit@1*3:{mode}")
     assert "kept; writing it again" in c.log()
     metrics = c.server.get("/v1/metrics").body
     assert "kgym_store_write_failures_total 3" in metrics
 
 
-def test_reference_cache_insert(case):
+def test_reference_cache_insert(faulted):
     """The first reference cannot be kept for want of memory: its evaluation goes on with it, and the next
     evaluation of the task computes it again."""
-    c = case("refcache.insert@1:oom")
-    jobs = c.run()
-    assert c.fired() == ["refcache.insert@1"]
-    check_verdicts_and_store(c, jobs)
+    c, jobs = faulted("refcache.insert@1:oom")
     assert all(j["attempts"] == 1 for j in jobs.values())
     first = {i: j["result"]["metadata"]["reference_timing_lock"]["first_at"] for i, j in jobs.items()}
     again = c.run({f"{i}-again": dict(JOBS[i], task_id=f"{i}-again") for i in JOBS})
@@ -161,13 +159,10 @@ def test_reference_cache_insert(case):
         assert kept != hit_first, (i, first, kept)
 
 
-def test_timing_lock_holder_death(case):
+def test_timing_lock_holder_death(faulted):
     """The first worker to hold the device's timing lock is killed from outside while it holds it (a reference:
     references are timed before their candidates). The lock is released, the neighbour goes on, and the reference's
     death is a system error, retried, never kept as a broken reference."""
-    c = case("timing_lock.holder@1")
-    jobs = c.run()
-    assert c.fired() == ["timing_lock.holder@1"]
-    check_verdicts_and_store(c, jobs)
+    c, jobs = faulted("timing_lock.holder@1")
     hit = one_retried(jobs)
     assert jobs[hit]["attempts"] == 2

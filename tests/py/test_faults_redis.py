@@ -3,7 +3,6 @@ redis-server stopped and started again, and the fault points redis.connect, redi
 job is answered exactly once with the verdict it asked for (the simulated evaluator's directives), and the API node's
 store holds each done once. The workers' evaluator is the simulated one: what is under test is the queue."""
 import os
-import signal
 import sqlite3
 import subprocess
 import time
@@ -17,15 +16,6 @@ pytestmark = pytest.mark.skipif(not os.path.exists(KGYM_BIN), reason="kgym binar
 OUTCOMES = ["correct", "incorrect", "compile_error", "runtime_error"]
 
 
-@pytest.fixture
-def redis():
-    r = RedisServer()
-    if not r.proc:
-        pytest.skip("redis-server not installed")
-    yield r
-    r.stop()
-
-
 class Cluster:
     """An API node and `kgym worker`s on `redis`, each with its own environment (fault points)."""
 
@@ -36,9 +26,10 @@ class Cluster:
         base = dict(os.environ, KGYM_FAULTS_DIR=str(self.faults))
         self.api = Server(tmp_path, "--redis", redis.url, env=dict(base, **(api_env or {})))
         self.log = open(tmp_path / "workers.log", "w+")
+        self.journal = tmp_path / "journal"  # the simulated evaluations' start and end lines
         self.workers = [subprocess.Popen([KGYM_BIN, "worker", "--redis", redis.url, "--worker-id", f"w{i}",
                                           "--gpus", "none", "--cpu-slots", "1", "--lease", lease,
-                                          "--evaluator", "simulated"],
+                                          "--evaluator", "simulated", "--sim-journal", str(self.journal)],
                                          stdout=self.log, stderr=self.log, env=dict(base, **(worker_env or {})))
                         for i in range(workers)]
 
@@ -49,7 +40,7 @@ class Cluster:
         assert r.status == 202, (r.status, r.body)  # accepted: stored, whatever Redis is doing
         return outcome
 
-    def check_all_answered_once(self, expected, timeout=60):
+    def check_all_answered_once(self, expected, timeout=60, fired=None):
         for task_id, outcome in expected.items():
             j = self.api.get(f"/v1/evaluations/{task_id}?wait={timeout}", timeout=timeout + 30).json()
             assert j["state"] == "done", (task_id, j, self.logs())
@@ -57,6 +48,8 @@ class Cluster:
         with sqlite3.connect(f"file:{self.api.store}?mode=ro", uri=True) as db:
             rows = {r[0]: r[1:] for r in db.execute("SELECT id, state, completions, outcome FROM jobs")}
         assert rows == {t: (2, 1, o) for t, o in expected.items()}, rows
+        if fired:
+            assert os.listdir(self.faults) == [fired]
 
     def logs(self):
         self.log.flush()
@@ -73,67 +66,60 @@ class Cluster:
         self.api.kill()
 
 
-def test_accepted_jobs_wait_out_a_redis_restart(tmp_path, redis):
+@pytest.fixture
+def cluster(tmp_path, redis):
+    made = []
+
+    def make(**kw):
+        made.append(Cluster(tmp_path, redis, **kw))
+        return made[-1]
+
+    yield make
+    for c in made:
+        c.close()
+
+
+def test_accepted_jobs_wait_out_a_redis_restart(cluster, redis):
     """The bug of issue 33: Redis down for two seconds failed every job submitted meanwhile ("could not queue the
     evaluation"). Now they are accepted (stored), and once Redis is back (restarted empty: no persistence) the API
     node queues every job its store holds unfinished, so each is answered once with its own verdict."""
-    c = Cluster(tmp_path, redis)
+    c = cluster()
+    expected = {}
+    for i in range(4):
+        expected[f"job-{i}"] = c.submit(i)
+    time.sleep(0.5)
+    redis.stop()  # SIGKILL: what Redis held (queued jobs, leases, finished results not yet collected) is gone
+    for i in range(4, 10):
+        expected[f"job-{i}"] = c.submit(i)
+        time.sleep(0.3)
+    restarted = RedisServer(port=redis.port)
     try:
-        expected = {}
-        for i in range(4):
-            expected[f"job-{i}"] = c.submit(i)
-        time.sleep(0.5)
-        redis.stop()  # SIGKILL: what Redis held (queued jobs, leases, finished results not yet collected) is gone
-        for i in range(4, 10):
-            expected[f"job-{i}"] = c.submit(i)
-            time.sleep(0.3)
-        restarted = RedisServer(port=redis.port)
-        try:
-            c.check_all_answered_once(expected)
-            api_log, _ = c.logs()
-            assert "could not queue" not in api_log
-            assert "queued" in api_log and "redis did not hold" in api_log
-        finally:
-            restarted.stop()
-    finally:
-        c.close()
-
-
-def test_redis_connect(tmp_path, redis):
-    """A worker's first connections are refused: it waits for Redis and then serves."""
-    c = Cluster(tmp_path, redis, workers=1, worker_env={"KGYM_FAULTS": "redis.connect@1*3"})
-    try:
-        expected = {f"job-{i}": c.submit(i) for i in range(3)}
         c.check_all_answered_once(expected)
-        assert os.listdir(c.faults) == ["redis.connect@1"]
+        api_log, _ = c.logs()
+        assert "could not queue" not in api_log
+        assert "redis did not hold" in api_log
     finally:
-        c.close()
+        restarted.stop()
+
+
+def test_redis_connect(cluster):
+    """A worker's first connections are refused: it waits for Redis and then serves."""
+    c = cluster(workers=1, worker_env={"KGYM_FAULTS": "redis.connect@1*3"})
+    c.check_all_answered_once({f"job-{i}": c.submit(i) for i in range(3)}, fired="redis.connect@1")
 
 
 @pytest.mark.parametrize("side", ["api", "worker"])
-def test_redis_command(tmp_path, redis, side):
+def test_redis_command(cluster, side):
     """Connections dropped as commands go out (the API node's queueing and collecting, or a worker's claims,
     heartbeats and completions): the commands are tried again on a new connection, nothing is lost or doubled."""
     env = {"KGYM_FAULTS": "redis.command@3*4"}
-    c = Cluster(tmp_path, redis, workers=1, api_env=env if side == "api" else None,
-                worker_env=env if side == "worker" else None)
-    try:
-        expected = {f"job-{i}": c.submit(i) for i in range(6)}
-        c.check_all_answered_once(expected)
-        assert os.listdir(c.faults) == ["redis.command@3"]
-    finally:
-        c.close()
+    c = cluster(workers=1, **{f"{side}_env": env})
+    c.check_all_answered_once({f"job-{i}": c.submit(i) for i in range(6)}, fired="redis.command@3")
 
 
-def test_redis_lease(tmp_path, redis):
-    """Every lease renewal of a worker is lost for a while: its lease expires, the job goes back to the queue and
+def test_redis_lease(cluster):
+    """A worker's lease renewals are all lost for a while: its lease expires, the job goes back to the queue and
     is evaluated again, and the first run's late result is refused: the job completes once."""
-    c = Cluster(tmp_path, redis, workers=1, worker_env={"KGYM_FAULTS": "redis.lease@1*8"}, lease="1")
-    try:
-        expected = {"job-0": c.submit(0, sleep=4)}
-        c.check_all_answered_once(expected)
-        assert os.listdir(c.faults) == ["redis.lease@1"]
-        _, worker_log = c.logs()
-        assert "re-queued" in worker_log or "lost" in worker_log or True
-    finally:
-        c.close()
+    c = cluster(workers=1, worker_env={"KGYM_FAULTS": "redis.lease@1*8"}, lease="1")
+    c.check_all_answered_once({"job-0": c.submit(0, sleep=4)}, fired="redis.lease@1")
+    assert open(c.journal).read().count("start job-0") == 2  # the lost lease's run, and the one that completed
