@@ -57,6 +57,10 @@ class CompletionSink : public SchedulerListener {
     std::lock_guard<std::mutex> l(mu_);
     return held_.size();
   }
+  size_t UndeliveredCount() {
+    std::lock_guard<std::mutex> l(mu_);
+    return undelivered_.size();
+  }
   // Waits until fewer than `limit` jobs are held or timeout.
   void WaitBelow(size_t limit, int64_t timeout_ms) {
     std::unique_lock<std::mutex> l(mu_);
@@ -182,8 +186,18 @@ Status RedisWorker::Run(const std::atomic<bool>* stop) {
     }
     sched.Submit(sj);
   }
-  // Graceful drain: no new claims; running jobs finish and report, heartbeats continue meanwhile.
-  while (sink.HeldCount() > 0) sink.WaitBelow(1, 200);
+  // Graceful drain: no new claims; running jobs finish and report, heartbeats continue meanwhile. Results Redis will
+  // not take are given up a lease's length after the last evaluation ended: their jobs run again elsewhere.
+  auto evaluations_ended = std::chrono::steady_clock::now();
+  while (sink.HeldCount() > 0) {
+    if (sink.HeldCount() > sink.UndeliveredCount()) evaluations_ended = std::chrono::steady_clock::now();
+    if (std::chrono::steady_clock::now() - evaluations_ended > std::chrono::milliseconds(options_.lease_ms)) {
+      std::fprintf(stderr, "kgym worker: redis did not take %zu result(s); their jobs will run again elsewhere\n",
+                   sink.UndeliveredCount());
+      break;
+    }
+    sink.WaitBelow(1, 200);
+  }
   sched.Stop();
   beating = false;
   heartbeat.join();
