@@ -43,11 +43,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 REFS = {
     "relu": "torch.relu(x)", "tanh": "torch.tanh(x)", "sigmoid": "torch.sigmoid(x)", "neg": "-x",
 }
+# The body of each kind of candidate's forward (8 spaces in), for a reference's expression.
 CANDIDATES = {
-    "correct": "{expr}",
-    "wrong": "{expr} + 0.25",
-    "compile_error": "{expr} +",  # a syntax error
-    "runtime_error": "torch.matmul(x, torch.ones(3, 5))",  # shapes that do not multiply (x is 256 x 1024)
+    "correct": "return {expr}",
+    # Correct and slow (the same work 400 times per call, ~2 s an evaluation), so kills land inside evaluations.
+    "slow_correct": "for _ in range(400):\n            y = {expr}\n        return y",
+    "wrong": "return {expr} + 0.25",
+    "compile_error": "return {expr} +",  # a syntax error
+    "runtime_error": "return torch.matmul(x, torch.ones(3, 5))",  # shapes that do not multiply (x is 256 x 1024)
 }
 
 
@@ -57,8 +60,8 @@ def reference(expr):
             "def get_inputs():\n    return [torch.randn(256, 1024)]\ndef get_init_inputs():\n    return []\n")
 
 
-def candidate(expr):
-    return f"import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return {expr}\n"
+def candidate(body):
+    return f"import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        {body}\n"
 
 
 def submissions(n, seed):
@@ -213,6 +216,20 @@ def killer(cluster, until, rng, kills, events):
         kills[kind] += 1
 
 
+def log_counts(*paths):
+    """What the logs say was recovered: jobs re-queued after their worker died (expired leases, reaped by the API node
+    or a worker) and jobs queued again by the API node after Redis lost them."""
+    text = "".join(open(p).read() for p in paths)
+    counts = {"requeued_after_worker_death": 0, "queued_again_after_redis_loss": 0}
+    for line in text.splitlines():
+        words = line.split()
+        if "whose worker stopped heartbeating" in line or "with expired leases" in line:
+            counts["requeued_after_worker_death"] += int(words[3])
+        elif "redis did not hold" in line:
+            counts["queued_again_after_redis_loss"] += int(words[3])
+    return counts
+
+
 def stored(store):
     with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as db:
         return {r[0]: {"state": r[1], "completions": r[2], "result": json.loads(r[3]) if r[3] else None}
@@ -245,6 +262,7 @@ def main():
         th.join(max(0.0, t0 + a.duration + a.drain - time.time()))
     chaos_s = time.time() - t0
     rows = stored(cluster.store)
+    recovered = log_counts(os.path.join(work, "chaos-server.log"), os.path.join(work, "chaos-worker.log"))
     cluster.close()
     print(f"chaos: {len(clients)} submissions, kills {kills}, {chaos_s:.0f} s", flush=True)
 
@@ -279,7 +297,8 @@ def main():
             mismatched.append(tid)
     summary = {"submissions": len(clients), "kills": kills, "lost": len(lost), "duplicated": len(duplicated),
                "failed_by_infrastructure": len(infra), "verdict_mismatches": len(mismatched),
-               "chaos_wall_s": round(chaos_s, 1), "baseline_wall_s": round(baseline_s, 1),
+               "chaos_wall_s": round(chaos_s, 1), "baseline_wall_s": round(baseline_s, 1), **recovered,
+               "client_retried": sum(1 for c in clients if c.retries > 0),
                "outcomes": {o: sum(1 for r in records if r["outcome"] == o) for o in
                             sorted({str(r["outcome"]) for r in records})}}
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
