@@ -40,8 +40,12 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Cheap CPU cases: small references, candidates whose verdict does not depend on timing.
+# (A reference as cheap as -x, 0.14 ms a call, once had a correct candidate judged hacked (caching) by the timing rules
+# on this 2-core VM: its unseen input sets slowed by the evaluations beside it, nothing the kills did. The bench is
+# about the service's faults, so its tasks do a little more work per element.)
 REFS = {
-    "relu": "torch.relu(x)", "tanh": "torch.tanh(x)", "sigmoid": "torch.sigmoid(x)", "neg": "-x",
+    "relu": "torch.relu(x)", "tanh": "torch.tanh(x)", "sigmoid": "torch.sigmoid(x)",
+    "gelu": "torch.nn.functional.gelu(x)",
 }
 # The body of each kind of candidate's forward (8 spaces in), for a reference's expression.
 CANDIDATES = {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -18,6 +19,9 @@ namespace kgym {
 namespace {
 // Bridges scheduler callbacks to Redis: completions go back through one guarded connection. A completion Redis did
 // not take (it was out of reach) is kept, the job still held (its lease renewed), and delivered by Deliver() later.
+// A run whose lease was found lost (LeaseLost) was cancelled for that reason: its "cancelled" result is dropped, never
+// delivered, since this worker may meanwhile hold the job again under a new claim (Redis restarted empty and the API
+// node queued the job again), and Redis would then take that result as the job's.
 class CompletionSink : public SchedulerListener {
  public:
   CompletionSink(std::unique_ptr<RedisJobQueue> q, std::string worker) : q_(std::move(q)), worker_(std::move(worker)) {}
@@ -29,8 +33,16 @@ class CompletionSink : public SchedulerListener {
   void OnFinished(const SchedJob& job, const EvalResult& r) override {
     {
       std::lock_guard<std::mutex> l(mu_);
-      undelivered_[job.id] = {job.generation, r.ToJson(false).dump()};
-      DeliverLocked(job.id);
+      Job& h = jobs_[job.id];
+      h.runs = std::max(0, h.runs - 1);
+      if (r.outcome_detail == "cancelled" && h.lost_runs > 0) {
+        --h.lost_runs;
+        std::fprintf(stderr, "kgym worker: %s: dropped a run's result: its lease was lost\n", job.id.c_str());
+      } else {
+        h.undelivered = Completion{job.generation, r.ToJson(false).dump()};
+        DeliverLocked(job.id);
+      }
+      Forget(job.id);
     }
     cv_.notify_all();
   }
@@ -39,32 +51,49 @@ class CompletionSink : public SchedulerListener {
     {
       std::lock_guard<std::mutex> l(mu_);
       std::vector<std::string> ids;
-      for (const auto& [id, c] : undelivered_) ids.push_back(id);
-      for (const auto& id : ids)
+      for (const auto& [id, h] : jobs_)
+        if (h.undelivered) ids.push_back(id);
+      for (const auto& id : ids) {
         if (!DeliverLocked(id)) break;
+        Forget(id);
+      }
     }
     cv_.notify_all();
   }
+  // A claim: one more run of the job here.
   void Hold(const std::string& id, int64_t gen) {
     std::lock_guard<std::mutex> l(mu_);
-    held_[id] = gen;
+    Job& h = jobs_[id];
+    h.generation = gen;
+    ++h.runs;
   }
+  // The heartbeat found the job's lease lost: the runs here now are being stopped.
+  void LeaseLost(const std::string& id) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = jobs_.find(id);
+    if (it != jobs_.end()) it->second.lost_runs = it->second.runs;
+  }
+  // The jobs held (running here, or their result not yet delivered): id -> generation.
   std::map<std::string, int64_t> Held() {
     std::lock_guard<std::mutex> l(mu_);
-    return held_;
+    std::map<std::string, int64_t> out;
+    for (const auto& [id, h] : jobs_) out[id] = h.generation;
+    return out;
   }
   size_t HeldCount() {
     std::lock_guard<std::mutex> l(mu_);
-    return held_.size();
+    return jobs_.size();
   }
   size_t UndeliveredCount() {
     std::lock_guard<std::mutex> l(mu_);
-    return undelivered_.size();
+    size_t n = 0;
+    for (const auto& [id, h] : jobs_) n += h.undelivered.has_value();
+    return n;
   }
   // Waits until fewer than `limit` jobs are held or timeout.
   void WaitBelow(size_t limit, int64_t timeout_ms) {
     std::unique_lock<std::mutex> l(mu_);
-    cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return held_.size() < limit; });
+    cv_.wait_for(l, std::chrono::milliseconds(timeout_ms), [&] { return jobs_.size() < limit; });
   }
 
  private:
@@ -72,26 +101,35 @@ class CompletionSink : public SchedulerListener {
     int64_t generation;
     std::string result;
   };
+  struct Job {
+    int64_t generation = 0;
+    int runs = 0;       // evaluations of it running here (a lost lease's run and a new claim's may overlap)
+    int lost_runs = 0;  // of those, the ones stopped because the lease was lost
+    std::optional<Completion> undelivered;
+  };
   // mu_ held. True when Redis answered (the result recorded, or refused because the lease is no longer ours).
   bool DeliverLocked(const std::string& id) {
-    const Completion& c = undelivered_.at(id);
+    Job& h = jobs_.at(id);
     bool accepted = false;
-    Status s = q_->Complete(id, worker_, c.generation, c.result, &accepted);
+    Status s = q_->Complete(id, worker_, h.undelivered->generation, h.undelivered->result, &accepted);
     if (!s.ok()) {
       std::fprintf(stderr, "kgym worker: completing %s: %s (kept; trying again)\n", id.c_str(), s.ToString().c_str());
       return false;
     }
-    undelivered_.erase(id);
-    held_.erase(id);
+    h.undelivered.reset();
     return true;
+  }
+  // mu_ held: a job with no run here and nothing to deliver is no longer held.
+  void Forget(const std::string& id) {
+    auto it = jobs_.find(id);
+    if (it != jobs_.end() && it->second.runs == 0 && !it->second.undelivered) jobs_.erase(it);
   }
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::unique_ptr<RedisJobQueue> q_;
   std::string worker_;
-  std::map<std::string, int64_t> held_;
-  std::map<std::string, Completion> undelivered_;
+  std::map<std::string, Job> jobs_;
 };
 }  // namespace
 
@@ -133,7 +171,8 @@ Status RedisWorker::Run(const std::atomic<bool>* stop) {
       for (auto& [id, gen] : sink.Held()) {
         LeaseState st;
         if (!beater->Heartbeat(id, me, options_.lease_ms, &st).ok()) continue;
-        if (st != LeaseState::kHeld) sched.Cancel(id);  // cancel requested, or the job now belongs elsewhere
+        if (st == LeaseState::kLost) sink.LeaseLost(id);  // the job now belongs elsewhere, or to a new claim
+        if (st != LeaseState::kHeld) sched.Cancel(id);
       }
       int requeued = 0;
       beater->ReapExpiredLeases(&requeued);
