@@ -84,7 +84,8 @@ def _run_child(msg, chan_fd, out_fd, ctl):
         # Mirror the harness's fate so the zygote (and the supervisor) see how it ended.
         if report.startswith("sig:"):
             sig = int(report[4:])
-            signal.signal(sig, signal.SIG_DFL)
+            if sig not in (signal.SIGKILL, signal.SIGSTOP):  # their disposition cannot be set (nor changed)
+                signal.signal(sig, signal.SIG_DFL)
             os.kill(os.getpid(), sig)
             time.sleep(1)
             code = 128 + sig

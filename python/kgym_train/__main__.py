@@ -81,8 +81,9 @@ def _run(a):
     learner = Learner(cfg, model_path=model, train=train)
     if train:
         learner.ensure_optimizer()
+    purge_step = None  # resumed: the TensorBoard events of the steps done again are dropped, not shown twice
     if a.resume:
-        learner.resume(a.resume)
+        purge_step = int(learner.resume(a.resume).get("step", 0)) + 1
     learner.leading = True
     if not learner.ranks.is_main:  # under torchrun: rank 0 serves and relays, the others follow
         learner.follow()
@@ -91,7 +92,7 @@ def _run(a):
     lcfg = cfg.get("learner", {})
     server = LearnerServer(learner, a.name, a.host or lcfg.get("host", "127.0.0.1"),
                            a.port if a.port is not None else int(lcfg.get("port", 0)), a.out_dir, a.max_batch,
-                           a.batch_wait)
+                           a.batch_wait, purge_step)
     print(f"kgym_train serve: {learner.policy.arch} with {learner.policy.num_parameters()} parameters on "
           f"{learner.device}, policy version {learner.version}, {learner.ranks.world} rank(s) "
           f"({learner.ranks.sharding})", file=sys.stderr, flush=True)

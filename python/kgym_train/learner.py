@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from . import checkpoint
+from . import checkpoint, faults
 from .chat import ChatRenderer
 from .distributed import Ranks
 from .errors import UserError
@@ -309,9 +309,10 @@ class Learner:
             optim = self.cfg["actor"]["optim"]
             self.build_optimizer(optim, int(optim.get("warmup_steps", 0)), total_steps, "constant")
 
-    def apply_gradients(self, clip):
+    def apply_gradients(self, clip, fault=None):
         """After the backward passes of a step: gradients summed over ranks, clipped to `clip` (global norm), one
-        optimizer and scheduler step unless the norm is not finite; gradients cleared. Returns (norm, lr, stepped)."""
+        optimizer and scheduler step unless the norm is not finite; gradients cleared. Returns (norm, lr, stepped).
+        `fault`: the fault point (faults.py) hit between the optimizer's step and anyone being told of it."""
         params = grad_params(self.optimizer, self.policy.model.parameters())
         self.ranks.reduce_grads(params)
         grad_norm = self.ranks.clip_grad_norm(params, clip)
@@ -319,6 +320,8 @@ class Learner:
         stepped = math.isfinite(grad_norm)
         if stepped:
             self.optimizer.step()
+            if fault:
+                faults.die_if_hit(fault)  # the weights moved and nobody was told
             self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.note_memory()
@@ -405,7 +408,7 @@ class Learner:
             self.optimizer.zero_grad(set_to_none=True)
             metrics["actor/skipped"] = 1
             return metrics
-        grad_norm, lr, stepped = self.apply_gradients(float(actor["optim"]["clip_grad"]))
+        grad_norm, lr, stepped = self.apply_gradients(float(actor["optim"]["clip_grad"]), fault="learner.train_step")
         if stepped:
             self.version += 1
         else:

@@ -11,13 +11,15 @@ import time
 
 
 class MetricsLog:
-    def __init__(self, out_dir, jsonl=True):
+    def __init__(self, out_dir, jsonl=True, purge_step=None):
+        """`purge_step`: a resumed run's first step; TensorBoard drops the events logged from it on before (those
+        steps are done again), so no step is shown twice."""
         os.makedirs(out_dir, exist_ok=True)
         self.file = open(os.path.join(out_dir, "metrics.jsonl"), "a") if jsonl else None
         self.tb = None
         try:
             from torch.utils.tensorboard import SummaryWriter
-            self.tb = SummaryWriter(os.path.join(out_dir, "tensorboard"))
+            self.tb = SummaryWriter(os.path.join(out_dir, "tensorboard"), purge_step=purge_step)
         except Exception:  # tensorboard is not installed: the JSONL file is the record
             self.tb = None
 

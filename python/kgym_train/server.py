@@ -161,14 +161,14 @@ class _Listener(ThreadingHTTPServer):
 
 class LearnerServer:
     def __init__(self, learner, model_name, host="127.0.0.1", port=0, out_dir=None, max_batch=256,
-                 batch_wait_s=0.05):
+                 batch_wait_s=0.05, purge_step=None):
         self.learner = learner
         self.model_name = model_name
         if learner.ranks.distributed or learner.cfg.get("rollout", {}).get("local_engine", "kgym") == "generate":
             self.batcher, self.engine_loop = GenerationBatcher(learner, max_batch, batch_wait_s), None
         else:
             self.batcher, self.engine_loop = None, EngineLoop(learner)
-        self.metrics = MetricsLog(out_dir, jsonl=False) if out_dir else None
+        self.metrics = MetricsLog(out_dir, jsonl=False, purge_step=purge_step) if out_dir else None
         self.counter = 0
         server = self
 

@@ -28,6 +28,9 @@ struct HttpGymOptions {
   std::string base_url;            // e.g. http://127.0.0.1:10907
   double client_timeout_s = 2400;  // per HTTP call; forced >= request timeout + 60
   int max_retries = 3;
+  // A POST that fails in passing (no answer, 429, 5xx) is sent again for at least this long (kgym train: a gym that
+  // restarts answers again within seconds); 0 = max_retries alone.
+  double retry_window_s = 0;
   double backoff_base_s = 1.0;
   double backoff_max_s = 30.0;
   bool is_valid = true;  // Dr.Kernel sets is_valid for evaluation (forces decoy detection)

@@ -4,6 +4,7 @@
 
 #include "agent/eval_backend.h"
 #include "agent/http_util.h"
+#include "fault/fault_points.h"
 
 namespace kgym::agent {
 
@@ -29,6 +30,29 @@ nlohmann::json GymPayload(const EvalRequest& req, bool is_valid) {
 }
 
 namespace {
+// POST /evaluate. The fault point gym.request (fault/fault_points.h) makes it fail after the gym got it, as a reply
+// lost on the way does: the connection reset (reset), HTTP 500 (500), or no answer in time (slow).
+HttpReply PostEvaluate(const std::string& url, const std::string& body, double timeout_s) {
+  HttpReply r = HttpRequest("POST", url, body, {}, timeout_s, 10);
+  if (auto f = fault::Hit("gym.request")) {
+    r = HttpReply{};
+    if (f->mode == "500") {
+      r.status = 500;
+      r.body = "{\"detail\": \"Internal Server Error (fault point)\"}";
+    } else if (f->mode == "slow") {
+      r.curl_error = "Operation timed out after " + std::to_string(static_cast<long>(timeout_s * 1000)) +
+                     " milliseconds with 0 bytes received (fault point)";
+      r.timed_out = true;
+    } else {
+      r.curl_error = "Recv failure: Connection reset by peer (fault point)";
+    }
+  }
+  return r;
+}
+
+// Whether a reply is worth asking again for: no answer, 429 or 5xx.
+bool Transient(const HttpReply& r) { return !r.curl_error.empty() || r.status == 429 || r.status >= 500; }
+
 class HttpGymBackend : public EvalBackend {
  public:
   explicit HttpGymBackend(HttpGymOptions o) : o_(std::move(o)) {
@@ -43,13 +67,20 @@ class HttpGymBackend : public EvalBackend {
     HttpReply post;
     std::string why;
     bool posted = false;
-    for (int attempt = 0; attempt <= o_.max_retries; ++attempt) {
-      post = HttpRequest("POST", o_.base_url + "/evaluate", body, {}, timeout, 10);
+    const auto t0 = std::chrono::steady_clock::now();
+    // Asks again (the same task_id: the gym answers with the one evaluation) while the failures are transient, for
+    // max_retries retries and at least retry_window_s.
+    const auto again = [&](int attempt) {
+      const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return attempt < o_.max_retries || spent < o_.retry_window_s;
+    };
+    for (int attempt = 0;; ++attempt) {
+      post = PostEvaluate(o_.base_url + "/evaluate", body, timeout);
       if (post.curl_error.empty() && post.status == 200) {
         posted = true;
         break;
       }
-      if (post.curl_error.empty() && post.status != 429 && post.status < 500) {
+      if (!Transient(post)) {
         // Validation errors are a verdict about the request, reported like the reference client does.
         *result = {{"task_id", req.task_id},
                    {"status", "failed"},
@@ -62,12 +93,11 @@ class HttpGymBackend : public EvalBackend {
         return Status::Ok();
       }
       why = post.curl_error.empty() ? "HTTP " + std::to_string(post.status) : post.curl_error;
-      if (attempt < o_.max_retries) {
-        // KernelGYM's client backs off harder on 503.
-        double base = post.status == 503 ? std::max(o_.backoff_base_s, 5 * o_.backoff_base_s) : o_.backoff_base_s;
-        std::this_thread::sleep_for(
-            std::chrono::duration<double>(BackoffSeconds(attempt, base, o_.backoff_max_s, post.retry_after_s)));
-      }
+      if (!again(attempt)) break;
+      // KernelGYM's client backs off harder on 503.
+      double base = post.status == 503 ? std::max(o_.backoff_base_s, 5 * o_.backoff_base_s) : o_.backoff_base_s;
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(BackoffSeconds(attempt, base, o_.backoff_max_s, post.retry_after_s)));
     }
     if (!posted) return Status::Unavailable("POST /evaluate to " + o_.base_url + " failed: " + why);
     HttpReply get;

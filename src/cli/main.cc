@@ -4,6 +4,7 @@
 #include <map>
 
 #include "cli/command_registry.h"
+#include "fault/fault_points.h"
 
 namespace kgym::cli {
 std::vector<CommandSpec>& Commands() {
@@ -13,6 +14,9 @@ std::vector<CommandSpec>& Commands() {
 }  // namespace kgym::cli
 
 int main(int argc, char** argv) {
+  // Tests arm fault points through KGYM_FAULTS (fault/fault_points.h); a spec that names no known point is refused
+  // here, before anything runs, rather than never firing.
+  if (!kgym::fault::ArmFromEnvironment().empty()) return 2;
   CLI::App app{"kgym: evaluate, train and grade LLM-written GPU kernels"};
   app.require_subcommand(1);
   auto& specs = kgym::cli::Commands();

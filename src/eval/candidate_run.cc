@@ -131,10 +131,16 @@ class CandidateRun {
   void ReportTime();
   void Finish();
 
-  // An exchange that failed: channel tampering, or the worker's end.
+  // An exchange that failed: the worker's end (which explains a frame it broke off as it died), channel tampering
+  // (noted as metadata.channel_broken: the evaluator runs such a candidate again, once, eval/evaluator.h), or a
+  // failure of this process's own (WorkerFailureVerdict).
   End SessionFailure(const Status& s) {
+    WorkerExit e;
+    if (s.code() == Status::Code::kInvalidArgument && w_->WaitExit(Clock::now() + std::chrono::milliseconds(300), &e))
+      return WorkerFailureVerdict(w_.get(), s, phase_, dl_, false);
     if (End v = ChannelTamperingRule(s, w_->cancelled())) {
       w_->Kill();
+      md_["channel_broken"] = s.message();
       return v;
     }
     return WorkerFailureVerdict(w_.get(), s, phase_, dl_, false);
@@ -206,7 +212,9 @@ End CandidateRun::Start() {
   md_["candidate_worker"] = how;
   if (w_) w_->SetCancel(cancel_ ? cancel_ : ctx_.cancel_all);
   if (!s.ok()) {
-    if (w_ && s.code() != Status::Code::kTimeout) return WorkerFailureVerdict(w_.get(), s, "start", dl_, false);
+    // Nothing of the candidate has run yet (its code goes out with the job, after the hello): whatever stopped the
+    // worker here is not its doing.
+    if (w_ && w_->cancelled()) return WorkerFailureVerdict(w_.get(), s, "start", dl_, false);
     w_.reset();
     return Verdict::System("could not start the candidate worker: " + s.ToString());
   }

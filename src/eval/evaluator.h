@@ -6,7 +6,10 @@
 // device are serialised internally by a per-device TimingLock, so concurrent evaluations overlap only in their
 // load/compile/correctness phases. Evaluate() never throws and never returns without a classified outcome;
 // infrastructure failures (zygote died, no python) come back as Status errors from Create() or as
-// outcome "invalid" with error_code SYSTEM_ERROR.
+// outcome "invalid" with error_code SYSTEM_ERROR (eval/worker_failure.h says which failures count as such). A
+// candidate whose channel broke inside a frame (what tampering looks like, and what a failure on the supervisor's
+// side would look like) runs again on a fresh worker, once: that run decides, and metadata.candidate_rerun keeps the
+// first one's verdict and the channel's error.
 #pragma once
 
 #include <atomic>

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "fault/fault_points.h"
+
 namespace kgym {
 
 constexpr size_t kAlign = 64;
@@ -19,7 +21,7 @@ std::shared_ptr<const Region> LentBuffers::Free() {
     if (b.use_count() == 1) return b;
   if (failed_ || bytes_ == 0 || static_cast<int>(pool_.size()) >= max_) return nullptr;
   std::shared_ptr<const Region> b;
-  if (!Region::Lent(bytes_, &b).ok()) {
+  if (fault::Hit("lent.register") || !Region::Lent(bytes_, &b).ok()) {
     failed_ = true;
     return nullptr;
   }

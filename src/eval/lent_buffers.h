@@ -10,6 +10,8 @@
 //   is free and fewer than `max_buffers` exist; nullptr when all are held (the request then goes without one) or the
 //   memfd cannot be made. A buffer is lent again only once every Value that referred to it is gone.
 // - made() counts the buffers made; Owns(region) says whether `region` is one of them.
+// - Lending is a fault point (fault/fault_points.h: lent.register): a buffer that cannot be made or lent is no
+//   failure of the evaluation, only of the speed-up (the worker then sends its outputs in memfds of its own).
 // Thread-safe (the evaluation's thread lends; its checks' thread asks Holds and drops references).
 #pragma once
 

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
+#include <new>
+
+#include "fault/fault_points.h"
 
 namespace kgym {
 
@@ -38,18 +41,30 @@ std::shared_ptr<const ReferenceData> ReferenceCache::Get(const std::string& key,
     mine.set_value(data);
     std::vector<Future> dropped;  // freed after the lock: a reference may be tens of GB
     std::lock_guard<std::mutex> l(mu_);
-    if (!data->error_kind.empty() && data->error_kind != "invalid")
+    if (!data->error_kind.empty() && data->error_kind != "invalid") {
       entries_.erase(key);
-    else
-      Keep(key, *data, &dropped);
+    } else {
+      try {
+        if (fault::Hit("refcache.insert")) throw std::bad_alloc();
+        Keep(key, *data, &dropped);
+      } catch (const std::bad_alloc&) {
+        // No memory to keep it: not kept (the callers waiting have it; the next Get computes it again).
+        if (std::find(order_.begin(), order_.end(), key) != order_.end()) {
+          order_.remove(key);
+          bytes_ -= std::min(bytes_, data->Bytes());
+        }
+        entries_.erase(key);
+      }
+    }
   }
   return fut.get();  // outside the lock: another caller may still be computing it
 }
 
 void ReferenceCache::Keep(const std::string& key, const ReferenceData& data, std::vector<Future>* dropped) {
   order_.remove(key);
-  order_.push_back(key);
+  order_.push_back(key);  // the one allocation: when it throws, nothing below has happened
   bytes_ += data.Bytes();
+  dropped->reserve(entries_.size());  // Trim then cannot throw
   Trim(dropped);
 }
 

@@ -13,6 +13,8 @@
 // - Want(owner, keys): the references `owner` (a device's scheduler) will ask for next; they are not dropped while
 //   any owner wants them, even past max_bytes (memory admission counts what is kept as resident), and the cache is
 //   trimmed to its budget again as soon as they are no longer wanted. Replaces the owner's earlier keys.
+// - Keeping a computed entry may fail for want of memory (std::bad_alloc; a fault point, fault/fault_points.h:
+//   refcache.insert): the entry is then not kept, as if it had been dropped at once.
 // - Touch(key): whether `key` is kept or being made, without computing it; a kept one counts as used now.
 // - RoomForAnother(): whether one more entry as large as the largest kept one fits without dropping any (a look-ahead
 //   must not push out references that queued evaluations are about to use).

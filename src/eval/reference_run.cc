@@ -111,9 +111,10 @@ class ReferenceRun {
     return ref_;
   }
 
-  // An exchange that failed as a channel or a worker fails.
+  // An exchange that failed as a channel or a worker fails; a failure that was not the reference's is "system".
   std::shared_ptr<ReferenceData> Failed(const Status& s, const std::string& phase) {
     Verdict v = WorkerFailureVerdict(w_.get(), s, phase, dl_, true);
+    if (v.error_code == "SYSTEM_ERROR") return Fail("system", v.detail);
     return Fail(s.code() == Status::Code::kTimeout ? "timeout" : "invalid", v.detail);
   }
 
@@ -126,8 +127,10 @@ class ReferenceRun {
     }
     if (f_.header.value(field::kType, "") != kind::kError) return true;
     const std::string tb = f_.header.value(field::kTraceback, "");
-    Fail("invalid", "the reference is broken (" + f_.header.value(field::kPhase, "") +
-                        "): " + f_.header.value(field::kDetail, ""));
+    // Out of memory may be the host's state of the moment (other evaluations' memory): not kept, tried again.
+    const bool memory = f_.header.value(field::kKind, "") == OutcomeName(Outcome::kResourceExhausted);
+    Fail(memory ? "system" : "invalid", "the reference is broken (" + f_.header.value(field::kPhase, "") +
+                                            "): " + f_.header.value(field::kDetail, ""));
     if (!tb.empty()) ref_->error_output = tb + "\n" + ref_->error_output;
     return false;
   }
@@ -213,9 +216,10 @@ bool ReferenceRun::Time() {
   ref_->notes["reference_timing_lock"] = lock_use.ToJson();
   if (s.code() == Status::Code::kInvalidArgument) {
     auto h = nlohmann::json::parse(s.message(), nullptr, false);
-    Fail("invalid", "the reference failed while being timed: " +
-                        (h.is_object() ? h.value(field::kDetail, s.message()) : s.message()));
-    return false;
+    if (h.is_object()) {  // its error frame (else the channel broke: Failed says whose doing that was)
+      Fail("invalid", "the reference failed while being timed: " + h.value(field::kDetail, s.message()));
+      return false;
+    }
   }
   if (!s.ok()) return Failed(s, "reference timing"), false;
   auto& notes = ref_->notes;

@@ -40,15 +40,31 @@ Verdict WorkerFailureVerdict(WorkerSession* w, const Status& s, const std::strin
     o << who << " exceeded the time limit of " << dl.limit_s << " s during " << phase;
     return Verdict::Of(is_reference ? Outcome::kInvalid : Outcome::kTimeout, o.str());
   }
+  if (s.code() == Status::Code::kIOError) {  // this process's own reading or mapping failed
+    w->Kill();
+    return Verdict::System("the supervisor could not read " + who + "'s worker during " + phase + ": " + s.message());
+  }
   WorkerExit e;
   const bool got = w->WaitExit(Clock::now() + std::chrono::seconds(3), &e);
+  if (!got && w->orphaned())
+    return Verdict::System(who + "'s worker died with its zygote during " + phase + " (" + s.message() + ")");
   const bool oom = LooksOutOfMemory(w->Output());
+  const bool outside_kill = got && e.signaled && e.signal == SIGKILL && !w->killed();
+  // A pristine reference worker neither breaks its channel nor is killed for its memory on purpose: either is
+  // something that happened to it (the host's OOM killer, a broken harness), so it is retried, never kept.
+  if (is_reference && !oom && (outside_kill || s.code() == Status::Code::kInvalidArgument)) {
+    w->Kill();
+    return Verdict::System(
+        "the reference's worker " +
+        (outside_kill ? "was killed from outside (SIGKILL)" : "broke its channel (" + s.message() + ")") + " during " +
+        phase);
+  }
   Outcome outcome = Outcome::kCrashed;
   std::ostringstream o;
   if (got && e.signaled && e.signal == SIGXCPU) {
     outcome = Outcome::kTimeout;
     o << who << " used up its CPU-time limit during " << phase;
-  } else if (oom || (got && e.signaled && e.signal == SIGKILL && !w->killed())) {
+  } else if (oom || outside_kill) {
     outcome = Outcome::kResourceExhausted;
     o << who << " ran out of memory during " << phase;
   } else if (got && e.signaled) {

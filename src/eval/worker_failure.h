@@ -20,7 +20,9 @@ struct Deadline {
 
 // An exchange with `w` failed with `s` during `phase`: a cancel, the deadline, or the worker's end (signal, exit
 // status, out of memory), told from the status, the worker's exit and its output. A reference's failure is never
-// the candidate's: it comes out "invalid". Kills the worker where it may still run.
+// the candidate's: it comes out "invalid". What was not the worker's doing is a system error (Verdict::System:
+// retried, never kept): this process's own I/O failing (IOError), the worker dying with its zygote, and for a
+// reference a SIGKILL from outside or a broken channel. Kills the worker where it may still run.
 Verdict WorkerFailureVerdict(WorkerSession* w, const Status& s, const std::string& phase, const Deadline& dl,
                              bool is_reference);
 

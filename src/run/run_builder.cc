@@ -36,6 +36,7 @@ Status MakeGym(const GymSpec& spec, const LlmSpec& llm, std::unique_ptr<agent::E
     o.base_url = spec.server;
     o.max_retries = llm.max_retries;
     o.backoff_base_s = llm.retry_backoff_s;
+    o.retry_window_s = spec.retry_window_s;
     *out = agent::MakeHttpGymBackend(o);
     return Status::Ok();
   }

@@ -65,6 +65,9 @@ const std::vector<RunParam> kParams = {
    [](RunSpec* s) -> RunField { return &s->gym.request.unsafe_no_sandbox; }},
   {G::kGym, "--eval-concurrency", "gym.eval_concurrency", "evaluations in flight", "",
    [](RunSpec* s) -> RunField { return &s->gym.eval_concurrency; }},
+  {G::kGym, "--gym-retry-window", "gym.retry_window",
+   "seconds a gym.server request that fails in passing (no answer, 429, 5xx) is sent again (0: --max-retries)", "",
+   [](RunSpec* s) -> RunField { return &s->gym.retry_window_s; }},
   // reward
   {G::kReward, "--reward", "reward.reward_func_name", "reward function", 
    "calculate_reward_speedup|calculate_reward_weighted|calculate_reward_like_kernel",

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "fault/fault_points.h"
+
 namespace kgym {
 
 namespace {
@@ -38,27 +40,39 @@ Status WaitReadable(int fd, Clock::time_point deadline, bool* ready) {
   return Status::Ok();
 }
 
-// Reads exactly n bytes; `first` receives the time the first byte arrived when non-null.
-Status ReadAll(int fd, char* p, size_t n, Clock::time_point deadline, Clock::time_point* first) {
+// The channel closed inside a frame, after `got` of its `part`'s `want` bytes: the sender broke the framing (or died
+// while writing, which its exit tells).
+Status CutOff(const char* part, size_t got, size_t want) {
+  return Status::InvalidArgument("the worker's frame was cut off: the channel closed after " + std::to_string(got) +
+                                 " of its " + part + "'s " + std::to_string(want) + " bytes");
+}
+
+// Reads exactly n bytes of a frame's `part`.
+Status ReadAll(int fd, char* p, size_t n, Clock::time_point deadline, const char* part) {
+  const size_t want = n;
   while (n > 0) {
     bool ready = false;
     if (Status w = WaitReadable(fd, deadline, &ready); !w.ok()) return w;
     if (!ready) continue;
     ssize_t k = ::read(fd, p, n);
-    if (k == 0) return Status::Unavailable("worker channel closed");
+    if (k == 0) return CutOff(part, want - n, want);
     if (k < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       if (errno == ECONNRESET) return Status::Unavailable("worker channel closed");
       return Status::IOError(std::string("read: ") + std::strerror(errno));
     }
-    if (first) {
-      *first = Clock::now();
-      first = nullptr;
-    }
     p += k;
     n -= static_cast<size_t>(k);
   }
   return Status::Ok();
+}
+
+// Reads a frame's `part`; `cut` (the fault point channel.read:short) stops at half of it, as if the sender had (the
+// rest stays unread).
+Status ReadPart(int fd, char* p, size_t n, Clock::time_point deadline, const char* part, bool cut) {
+  if (!cut) return ReadAll(fd, p, n, deadline, part);
+  Status s = ReadAll(fd, p, n / 2, deadline, part);
+  return s.ok() ? CutOff(part, n / 2, n) : s;
 }
 
 // Reads the 12-byte prefix with recvmsg so file descriptors sent with it are received (and never leaked: every
@@ -89,7 +103,7 @@ Status ReadPrefix(int fd, char* p, Clock::time_point deadline, Clock::time_point
         for (size_t i = 0; i < cnt; ++i) fds->push_back(in[i]);
       }
     }
-    if (k == 0) return Status::Unavailable("worker channel closed");
+    if (k == 0) return got == 0 ? Status::Unavailable("worker channel closed") : CutOff("prefix", got, n);
     if (first) {
       *first = Clock::now();
       first = nullptr;
@@ -146,7 +160,7 @@ Status SendFrame(int fd, const nlohmann::json& header_in, const std::string& pay
   return s;
 }
 
-Status RecvFrame(int fd, Clock::time_point deadline, Frame* out) {
+Status RecvFrame(int fd, Clock::time_point deadline, Frame* out, const std::string& fault_scope) {
   char prefix[12];
   std::vector<int> fds;
   out->regions.clear();
@@ -161,16 +175,22 @@ Status RecvFrame(int fd, Clock::time_point deadline, Frame* out) {
     if (one.ok()) regions.push_back(std::move(r));
   }
   if (!s.ok()) return s;
+  // The fault point channel.read (fault/fault_points.h): what this process would read were the sender to stop
+  // inside the prefix (eof), to send a length past the limits (garbage) or to stop inside the payload (short).
+  const auto fault = fault::Hit("channel.read", fault_scope);
+  if (fault && fault->mode == "eof") return CutOff("prefix", 5, 12);
   uint32_t hl;
   uint64_t pl;
   std::memcpy(&hl, prefix, 4);
   std::memcpy(&pl, prefix + 4, 8);
+  if (fault && fault->mode == "garbage") hl = 0xfffffff0u;
   if (hl > kMaxHeaderBytes || pl > kMaxPayloadBytes) return Status::InvalidArgument("worker sent an oversized frame");
   std::string h(hl, '\0');
-  s = ReadAll(fd, h.data(), hl, deadline, nullptr);
+  const bool cut = fault && fault->mode == "short";
+  s = ReadPart(fd, h.data(), hl, deadline, "header", cut && pl == 0);
   if (!s.ok()) return s;
   out->payload.assign(pl, '\0');
-  if (pl) s = ReadAll(fd, out->payload.data(), pl, deadline, nullptr);
+  if (pl) s = ReadPart(fd, out->payload.data(), pl, deadline, "payload", cut);
   if (!s.ok()) return s;
   out->header = nlohmann::json::parse(h, nullptr, false);
   if (out->header.is_discarded() || !out->header.is_object())

@@ -34,7 +34,10 @@ constexpr size_t kMaxRegions = 64;
 // Regions with an fd travel as SCM_RIGHTS with the frame's prefix; the header gets "regions": n.
 Status SendFrame(int fd, const nlohmann::json& header, const std::string& payload = "",
                  const std::vector<std::shared_ptr<const Region>>& regions = {});
-// Returns Unavailable when the peer closed the channel, Timeout at the deadline.
-Status RecvFrame(int fd, Clock::time_point deadline, Frame* out);
+// Returns Unavailable when the peer closed the channel between frames, InvalidArgument when what it sent breaks the
+// framing (a frame cut off inside, a length past the limits, a malformed header, regions that do not match),
+// IOError when this process's own reading or mapping failed, Timeout at the deadline. A fault point
+// (fault/fault_points.h: channel.read, in `fault_scope`: the sender's role).
+Status RecvFrame(int fd, Clock::time_point deadline, Frame* out, const std::string& fault_scope = "");
 
 }  // namespace kgym

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,6 +19,11 @@
 
 namespace kgym {
 
+// The largest region a worker may hand over (as the channel's payload limit, sandbox/channel.h).
+constexpr uint64_t kMaxRegionBytes = 64ull << 30;
+
+// Making, sealing and mapping memfds here are fault points (fault/fault_points.h: memfd.create, memfd.seal,
+// memfd.map); they fail with IOError as the kernel's calls would.
 class Region {
  public:
   ~Region();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fault/fault_points.h"
 #include "sandbox/protocol.h"
 
 namespace kgym {
@@ -22,6 +23,7 @@ namespace field = protocol::field;
 Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::time_point deadline,
                             std::unique_ptr<WorkerSession>* out) {
   int sv[2], pipefd[2];
+  if (fault::Hit("worker.spawn")) return Status::IOError("socketpair: Too many open files (fault point)");
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return Status::IOError(std::string("socketpair: ") + std::strerror(errno));
   if (::pipe2(pipefd, O_CLOEXEC) != 0) {
@@ -60,6 +62,7 @@ Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::t
     w->freezer_ = std::make_unique<WorkerFreezer>(w->pid_, "");
     ::rmdir(cgroup.c_str());
   }
+  w->fault_scope_ = spec.value("role", "");
   // The harness is the deepest process of the worker's chain: the outside process itself when there is no PID
   // namespace, else its init's only child. Nothing of the candidate has run yet, so the chain is the harness's own.
   pid_t p = w->pid_;
@@ -142,7 +145,8 @@ Status WorkerSession::Recv(Clock::time_point deadline, Frame* out) {
     auto slice = std::min(due, now + std::chrono::milliseconds(200));
     pollfd pfd{chan_, POLLIN, 0};
     int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(slice - now).count()) + 1;
-    if (::poll(&pfd, 1, ms) > 0) return RecvFrame(chan_, std::max(Due(deadline), now + std::chrono::seconds(1)), out);
+    if (::poll(&pfd, 1, ms) > 0) return RecvFrame(chan_, std::max(Due(deadline), now + std::chrono::seconds(1)), out,
+                                           fault_scope_);
   }
 }
 
@@ -183,6 +187,8 @@ bool WorkerSession::WaitExit(Clock::time_point deadline, WorkerExit* out) {
   *out = exit_;
   return true;
 }
+
+bool WorkerSession::orphaned() const { return zygote_ && zygote_->Orphaned(job_); }
 
 std::string WorkerSession::Output() { return capture_ ? capture_->Text() : ""; }
 size_t WorkerSession::OutputBytes() { return capture_ ? capture_->total_bytes() : 0; }

@@ -70,6 +70,8 @@ class WorkerSession : public Freezable {
   nlohmann::json& evidence() { return evidence_; }
   nlohmann::json& notes() { return notes_; }
   bool killed() const { return killed_; }
+  // The worker died with its zygote (sandbox/zygote.h): its end was not its doing.
+  bool orphaned() const;
 
  private:
   WorkerSession() = default;
@@ -78,6 +80,9 @@ class WorkerSession : public Freezable {
   Zygote* zygote_ = nullptr;
   const std::atomic<bool>* cancel_ = nullptr;
   int64_t job_ = 0;
+  // The scope of its reads' fault point (fault/fault_points.h: channel.read): "hello" for the worker's hello, then its
+  // role (reference, candidate, probe).
+  std::string fault_scope_ = "hello";
   pid_t pid_ = -1;
   pid_t harness_pid_ = -1;
   std::set<pid_t> hello_threads_;

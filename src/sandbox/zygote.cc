@@ -11,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include "fault/fault_points.h"
+
 namespace kgym {
 
 namespace {
@@ -98,7 +100,10 @@ Status Zygote::Launch() {
                                py + "? (set KGYM_PYTHON to an interpreter that has torch)");
   }
   hello_ = nlohmann::json::parse(std::string(buf, n), nullptr, false);
-  dead_ = false;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    dead_ = false;
+  }
   reader_ = std::thread([this] { ReaderLoop(); });
   return Status::Ok();
 }
@@ -116,7 +121,9 @@ void Zygote::ReaderLoop() {
     std::string type = msg.value("type", "");
     if (type == "forked") {
       forked_[job] = msg.value("pid", -1);
+      running_.insert(job);
     } else if (type == "exit") {
+      running_.erase(job);
       WorkerExit e;
       if (msg.contains("signal")) {
         e.signaled = true;
@@ -132,24 +139,39 @@ void Zygote::ReaderLoop() {
   }
   std::lock_guard<std::mutex> l(mu_);
   dead_ = true;
+  orphaned_.insert(running_.begin(), running_.end());
+  running_.clear();
   cv_.notify_all();
 }
 
 Status Zygote::Fork(const nlohmann::json& spec, int chan_fd, int out_fd, int64_t* job, pid_t* pid) {
   {
-    std::unique_lock<std::mutex> l(mu_);
-    if (dead_) {
-      l.unlock();
+    // One thread replaces a dead zygote, and no request goes out on its control channel meanwhile.
+    std::lock_guard<std::mutex> relaunch(send_mu_);
+    bool dead;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      dead = dead_;
+    }
+    if (dead) {
       Shutdown();
       Status s = Launch();
       if (!s.ok()) return s;
-      l.lock();
     }
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
     *job = next_job_++;
   }
   nlohmann::json msg = spec;
   msg["type"] = "fork";
   msg["job"] = *job;
+  if (auto f = fault::Hit("zygote.fork")) {
+    // refuse: what the zygote answers when its fork() fails; die: the zygote is gone (SIGKILL), as the request
+    // goes out, and everything below meets that as it would a real death.
+    if (f->mode == "refuse") return Status::Internal("zygote refused the fork: fork failed: [Errno 11] (fault point)");
+    ::kill(pid_, SIGKILL);
+  }
   {
     std::lock_guard<std::mutex> l(send_mu_);
     Status s = SendWithFds(ctl_fd_, msg.dump(), {chan_fd, out_fd});
@@ -173,11 +195,16 @@ Status Zygote::Fork(const nlohmann::json& spec, int chan_fd, int out_fd, int64_t
 
 bool Zygote::WaitExit(int64_t job, std::chrono::steady_clock::time_point deadline, WorkerExit* out) {
   std::unique_lock<std::mutex> l(mu_);
-  bool got = cv_.wait_until(l, deadline, [&] { return exits_.count(job) > 0 || dead_; });
+  bool got = cv_.wait_until(l, deadline, [&] { return exits_.count(job) > 0 || dead_ || orphaned_.count(job) > 0; });
   if (!got || !exits_.count(job)) return false;
   *out = exits_[job];
   exits_.erase(job);
   return true;
+}
+
+bool Zygote::Orphaned(int64_t job) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return orphaned_.count(job) > 0;
 }
 
 nlohmann::json Zygote::Hello() const {

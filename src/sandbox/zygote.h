@@ -4,7 +4,9 @@
 //
 // The zygote starts with a scrubbed environment (an allowlist), so nothing secret is in its memory or in
 // /proc/<pid>/environ of the workers it forks. Thread-safe: Fork() and WaitExit() may be called from many
-// threads. If the zygote dies, the next Fork() starts a new one.
+// threads. If the zygote dies, the next Fork() starts a new one; the workers it had forked die with it (they hold
+// a parent-death signal) and are orphaned(): their end is never reported, and it was not their doing.
+// Fork() is a fault point (fault/fault_points.h: zygote.fork).
 #pragma once
 
 #include <sys/types.h>
@@ -15,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -45,8 +48,10 @@ class Zygote {
   // caller keeps and closes its own copies). On success *job identifies the worker and *pid is its host pid.
   Status Fork(const nlohmann::json& spec, int chan_fd, int out_fd, int64_t* job, pid_t* pid);
 
-  // Waits until the zygote reports the end of `job` or the deadline passes (false).
+  // Waits until the zygote reports the end of `job` or the deadline passes (false); false at once for an orphaned job.
   bool WaitExit(int64_t job, std::chrono::steady_clock::time_point deadline, WorkerExit* out);
+  // Whether `job` was forked by a zygote process that died before reporting its end (the worker died with it).
+  bool Orphaned(int64_t job) const;
 
   nlohmann::json Hello() const;  // what the zygote reported at start: python version, preloaded modules
   pid_t pid() const { return pid_; }
@@ -70,6 +75,8 @@ class Zygote {
   std::map<int64_t, pid_t> forked_;        // job -> pid, once "forked" arrived
   std::map<int64_t, std::string> errors_;  // job -> fork error
   std::map<int64_t, WorkerExit> exits_;    // job -> exit report
+  std::set<int64_t> running_;              // forked, end not reported yet
+  std::set<int64_t> orphaned_;             // running when their zygote died
   std::mutex send_mu_;
 };
 

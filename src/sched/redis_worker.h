@@ -4,6 +4,10 @@
 // requested through the API reaches the evaluation through the heartbeat; a lease this worker lost (it was
 // paused too long and the job went to another worker) stops the local evaluation and its result is dropped.
 // If the process dies, its leases expire and any node's reaper puts the jobs back in the queue.
+//
+// Redis out of reach is waited out: claims are tried again, a result Redis did not take is kept (its job's lease
+// renewed once Redis answers) and delivered later; a lease found lost (Redis restarted empty, or it expired while
+// the heartbeats failed) stops the local evaluation, whose result would be refused.
 #pragma once
 
 #include <atomic>
@@ -31,7 +35,7 @@ class RedisWorker {
  public:
   RedisWorker(Evaluator* evaluator, RedisWorkerOptions options);
   // Runs until *stop becomes true, then stops claiming, lets running jobs finish (graceful drain) and returns.
-  // Returns an error only if Redis cannot be reached at start.
+  // Returns an error only for a bad Redis URL.
   Status Run(const std::atomic<bool>* stop);
 
  private:

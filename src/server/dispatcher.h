@@ -3,9 +3,11 @@
 // Both report back through a SchedulerListener (the EvaluationService), exactly once per job generation.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "eval/evaluator.h"
 #include "sched/admission.h"
@@ -23,7 +25,12 @@ class Dispatcher {
  public:
   virtual ~Dispatcher() = default;
   virtual Status Start(SchedulerListener* listener) = 0;
+  // Hands a job on. A dispatcher whose queue is out of reach (Redis down) keeps the job for when it is back and
+  // returns Ok: the job is stored, so it is not lost meanwhile.
   virtual Status Dispatch(const SchedJob& job) = 0;
+  // Every job the store holds unfinished, for a dispatcher whose queue may lose jobs (a Redis that restarted empty):
+  // it hands them to the queue again (each generation is queued at most once). Set before Start().
+  virtual void SetUnfinishedSource(std::function<std::vector<SchedJob>()> source) { (void)source; }
   // True if the job was queued or running (its final result arrives through the listener, as cancelled).
   virtual bool Cancel(const std::string& id) = 0;
   // Stops starting jobs and waits up to timeout_s for running ones; returns how many are still running.

@@ -12,6 +12,24 @@ double UnixNow() { return std::chrono::duration<double>(std::chrono::system_cloc
 double SteadyNow() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+// A submission the store could not take was not accepted: the client may send it again.
+Status NotAccepted(const Status& s) {
+  return Status::Unavailable("the job store could not take the job, so it was not accepted (" + s.message() +
+                             "); retry");
+}
+// The jobs of stored records, as they are dispatched (records whose request no longer parses are left out).
+std::vector<SchedJob> StoredJobs(const std::vector<JobRecord>& recs) {
+  std::vector<SchedJob> jobs;
+  for (const auto& rec : recs) {
+    SchedJob job;
+    if (!SchedJobFromJson(rec.request_json, &job).ok()) continue;
+    job.id = rec.id;
+    job.generation = rec.generation;
+    job.attempts = rec.attempts;
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
 bool IsSystemFailure(const JobRecord& r) {
   if (r.state != JobState::kDone) return false;
   auto j = nlohmann::json::parse(r.result_json, nullptr, false);
@@ -43,18 +61,19 @@ EvaluationService::~EvaluationService() {
 
 Status EvaluationService::Start(int* recovered) {
   started_at_ = SteadyNow();
+  dispatcher_->SetUnfinishedSource([this] {
+    std::vector<JobRecord> recs;
+    Status s = store_->Unfinished(&recs);
+    if (!s.ok()) std::fprintf(stderr, "kgym serve: listing unfinished jobs: %s\n", s.ToString().c_str());
+    return StoredJobs(recs);
+  });
   Status s = dispatcher_->Start(this);
   if (!s.ok()) return s;
   std::vector<JobRecord> queued;
   s = store_->Recover(&queued);
   if (!s.ok()) return s;
   *recovered = 0;
-  for (const auto& rec : queued) {
-    SchedJob job;
-    if (!SchedJobFromJson(rec.request_json, &job).ok()) continue;
-    job.id = rec.id;
-    job.generation = rec.generation;
-    job.attempts = rec.attempts;
+  for (const SchedJob& job : StoredJobs(queued)) {
     s = dispatcher_->Dispatch(job);
     if (!s.ok()) return s;
     ++*recovered;
@@ -97,7 +116,7 @@ Status EvaluationService::Submit(const ParsedRequest& req, JobRecord* job, bool*
     bool inserted = false;
     JobRecord existing;
     Status s = store_->Insert(rec, &inserted, &existing);
-    if (!s.ok()) return s;
+    if (!s.ok()) return NotAccepted(s);
     if (!inserted && !IsSystemFailure(existing)) {
       *job = existing;
       *created = false;
@@ -113,7 +132,7 @@ Status EvaluationService::Submit(const ParsedRequest& req, JobRecord* job, bool*
     sj.generation = 0;
     rec.request_json = SchedJobToJson(sj).dump();
     Status s = store_->Resubmit(&rec);  // generation + 1: a late result of the old run is refused
-    if (!s.ok()) return s;
+    if (!s.ok()) return NotAccepted(s);
     sj.generation = rec.generation;
     rec.request_json = SchedJobToJson(sj).dump();
     {
@@ -215,6 +234,8 @@ void EvaluationService::OnProgress(const SchedJob& job, const std::string& phase
 }
 
 void EvaluationService::OnRetry(const SchedJob& job, const EvalResult& failed, double delay_s) {
+  std::fprintf(stderr, "kgym serve: %s: %s; retrying in %.1f s\n", job.id.c_str(), failed.outcome_detail.c_str(),
+               delay_s);
   store_->MarkQueued(job.id, job.generation);
   Emit(job.id, "retry", {{"error_message", failed.error_message}, {"delay_s", delay_s}});
 }
@@ -223,15 +244,34 @@ void EvaluationService::OnFinished(const SchedJob& job, const EvalResult& result
   EvalResult r = result;
   r.task_id = job.id;
   r.completed_at = KernelGymTimestamp();
-  nlohmann::json j = r.ToJson(false);
+  Unstored u{job,
+             r.ToJson(false).dump(),
+             r.outcome_detail == "cancelled" ? std::string("cancelled") : std::string(OutcomeName(r.outcome)),
+             {{"outcome", OutcomeName(r.outcome)}, {"status", r.Status(false)}}};
+  StoreResult(u);
+}
+
+bool EvaluationService::StoreResult(const Unstored& u) {
+  const SchedJob& job = u.job;
   bool applied = false;
-  double now = UnixNow();
-  Status s = store_->Complete(job.id, job.generation, j.dump(), now, &applied);
+  Status s = store_->Complete(job.id, job.generation, u.result_json, UnixNow(), &applied);
   if (!s.ok()) {
-    std::fprintf(stderr, "kgym serve: storing the result of %s: %s\n", job.id.c_str(), s.ToString().c_str());
-    return;
+    std::fprintf(stderr, "kgym serve: storing the result of %s: %s (kept; writing it again)\n", job.id.c_str(),
+                 s.ToString().c_str());
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stats_.store_failures++;
+      unstored_[job.id] = u;
+    }
+    sweep_cv_.notify_all();
+    return false;
   }
-  if (!applied) return;  // superseded generation or already done: exactly one result per generation
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = unstored_.find(job.id);
+    if (it != unstored_.end() && it->second.job.generation <= job.generation) unstored_.erase(it);
+  }
+  if (!applied) return true;  // superseded generation or already done: exactly one result per generation
   JobRecord rec;
   double processing = 0;
   if (store_->Get(job.id, &rec).ok()) processing = rec.finished_at - rec.created_at;
@@ -239,9 +279,20 @@ void EvaluationService::OnFinished(const SchedJob& job, const EvalResult& result
     std::lock_guard<std::mutex> l(mu_);
     stats_.completed++;
     stats_.total_processing_s += processing;
-    stats_.outcomes[r.outcome_detail == "cancelled" ? std::string("cancelled") : std::string(OutcomeName(r.outcome))]++;
+    stats_.outcomes[u.outcome_key]++;
   }
-  Emit(job.id, "done", {{"outcome", OutcomeName(r.outcome)}, {"status", r.Status(false)}});
+  Emit(job.id, "done", u.done_event);
+  return true;
+}
+
+void EvaluationService::RetryUnstored() {
+  std::map<std::string, Unstored> pending;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    pending = unstored_;
+  }
+  for (const auto& [id, u] : pending)
+    if (!StoreResult(u)) break;  // the store still refuses: later
 }
 
 void EvaluationService::BeginDrain() {
@@ -269,9 +320,16 @@ int EvaluationService::Shutdown(double timeout_s) {
 
 void EvaluationService::Sweep() {
   std::unique_lock<std::mutex> l(mu_);
+  double last_expiry = SteadyNow();
   while (!shut_down_) {
-    sweep_cv_.wait_for(l, std::chrono::duration<double>(options_.sweep_interval_s));
+    const double wait = unstored_.empty() ? options_.sweep_interval_s : options_.retry_store_s;
+    sweep_cv_.wait_for(l, std::chrono::duration<double>(wait));
     if (shut_down_) break;
+    l.unlock();
+    RetryUnstored();
+    l.lock();
+    if (SteadyNow() - last_expiry < options_.sweep_interval_s) continue;
+    last_expiry = SteadyNow();
     l.unlock();
     int removed = 0;
     Status s = store_->ExpireFinished(UnixNow() - options_.result_ttl_s, &removed);

@@ -7,6 +7,11 @@
 // again. Results older than result_ttl_s are deleted. BeginDrain() refuses new jobs (Unavailable) while
 // running ones finish.
 //
+// When the store fails (disk full, an I/O error, busy): a submission it cannot store is refused with Unavailable
+// (nothing accepted: the client retries); a result it cannot store is kept here and written again every
+// retry_store_s until the store takes it, and only then do waiting clients hear of it (a process killed meanwhile
+// loses only that copy: the job is still unfinished in the store and runs again after the restart).
+//
 // Thread-safe.
 #pragma once
 
@@ -26,6 +31,7 @@ namespace kgym {
 struct ServiceOptions {
   double result_ttl_s = 7 * 24 * 3600.0;
   double sweep_interval_s = 60;
+  double retry_store_s = 0.5;  // results the store did not take are written again this often
 };
 
 struct JobEvent {
@@ -37,6 +43,7 @@ struct JobEvent {
 struct ServiceStats {
   std::map<std::string, int64_t> outcomes;  // final outcomes since start ("cancelled" separately)
   int64_t accepted = 0, deduplicated = 0, completed = 0, expired = 0;
+  int64_t store_failures = 0;     // writes of a result the store refused (each written again until it took it)
   double total_processing_s = 0;  // sum over completed jobs of finished_at - created_at
   double uptime_s = 0;
   DispatchStats dispatch;
@@ -87,6 +94,15 @@ class EvaluationService : public SchedulerListener {
   std::shared_ptr<Live> LiveFor(const std::string& id);  // mu_ held
   void Emit(const std::string& id, const std::string& type, nlohmann::json data);
   void FinishNow(const SchedJob& job, EvalResult result);
+  // A finished job's result, as stored, counted and announced.
+  struct Unstored {
+    SchedJob job;
+    std::string result_json, outcome_key;
+    nlohmann::json done_event;
+  };
+  // Stores a finished job's result; false (the result kept in unstored_) when the store failed.
+  bool StoreResult(const Unstored& u);
+  void RetryUnstored();
   void Sweep();
 
   JobStore* store_;
@@ -96,6 +112,7 @@ class EvaluationService : public SchedulerListener {
   std::mutex refresh_mu_;
   std::condition_variable sweep_cv_;
   std::map<std::string, std::shared_ptr<Live>> live_;
+  std::map<std::string, Unstored> unstored_;  // results the store did not take yet, by job id
   bool draining_ = false, shut_down_ = false;
   ServiceStats stats_;
   double started_at_ = 0;

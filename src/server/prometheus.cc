@@ -22,6 +22,8 @@ std::string PrometheusText(const ServiceStats& st) {
   scalar("kgym_jobs_deduplicated_total", "counter", "Submissions answered from an existing job with that id.",
          st.deduplicated);
   scalar("kgym_results_expired_total", "counter", "Results deleted by the TTL.", st.expired);
+  scalar("kgym_store_write_failures_total", "counter", "Results the store refused (each written again until taken).",
+         st.store_failures);
   scalar("kgym_retries_total", "counter", "Evaluations retried after an infrastructure failure.", s.retries);
   metric("kgym_outcomes_total", "counter", "Finished jobs by outcome.");
   for (const auto& [name, n] : st.outcomes) o << "kgym_outcomes_total{outcome=\"" << name << "\"} " << n << "\n";

@@ -2,6 +2,12 @@
 // takes finished jobs from Redis, reports them to the listener (which writes them to the local store) and only
 // then acknowledges them, so a crash between the two re-delivers instead of losing a result. The same thread
 // re-queues jobs whose worker stopped heartbeating.
+//
+// Redis going away loses no job. The store holds every accepted job; a job that cannot be queued (Redis down) is
+// queued when Redis is back, and whenever the collector connects again (Redis restarted, and without persistence
+// it restarted empty) every job the store holds unfinished is queued again: each generation at most once, so the
+// jobs Redis still holds are left as they are. Jobs Redis lost while a worker ran them are lost to that worker too
+// (its next heartbeat finds no lease and stops the evaluation), and run again.
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -20,13 +26,16 @@ class RedisDispatcher : public Dispatcher {
       : url_(std::move(url)), prefix_(std::move(prefix)), reap_s_(reap_s) {}
   ~RedisDispatcher() override { Stop(); }
 
+  void SetUnfinishedSource(std::function<std::vector<SchedJob>()> source) override { unfinished_ = std::move(source); }
+
   Status Start(SchedulerListener* listener) override {
     listener_ = listener;
-    Status s = RedisJobQueue::Connect(url_, prefix_, &q_);
+    Status s = RedisJobQueue::Open(url_, prefix_, &q_);
     if (s.ok()) s = RedisJobQueue::Connect(url_, prefix_, &collector_q_);
-    if (!s.ok()) return s;
-    int moved = 0;
-    s = collector_q_->RecoverUnacknowledged(&moved);
+    if (s.code() == Status::Code::kUnavailable) {
+      std::fprintf(stderr, "kgym serve: %s; accepted jobs wait until it answers\n", s.message().c_str());
+      s = RedisJobQueue::Open(url_, prefix_, &collector_q_);
+    }
     if (!s.ok()) return s;
     collector_ = std::thread([this] { Collect(); });
     return Status::Ok();
@@ -34,8 +43,16 @@ class RedisDispatcher : public Dispatcher {
 
   Status Dispatch(const SchedJob& job) override {
     bool enqueued = false;
-    std::lock_guard<std::mutex> l(mu_);
-    return q_->Enqueue(job.id, job.generation, static_cast<int>(job.priority), SchedJobToJson(job).dump(), &enqueued);
+    Status s;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      s = q_->Enqueue(job.id, job.generation, static_cast<int>(job.priority), SchedJobToJson(job).dump(), &enqueued);
+    }
+    if (s.code() != Status::Code::kUnavailable) return s;
+    // Stored, not queued: the collector queues it once Redis answers again.
+    if (!resync_.exchange(true))
+      std::fprintf(stderr, "kgym serve: %s; queueing waits for redis\n", s.message().c_str());
+    return Status::Ok();
   }
 
   bool Cancel(const std::string& id) override {
@@ -78,16 +95,46 @@ class RedisDispatcher : public Dispatcher {
   }
 
  private:
+  // After a (re)connection or a job that could not be queued: finished jobs taken but not acknowledged go back to
+  // the done list, and every unfinished job of the store is queued (again).
+  Status Resync() {
+    int moved = 0;
+    Status s = collector_q_->RecoverUnacknowledged(&moved);
+    int queued = 0;
+    if (s.ok() && unfinished_) {
+      for (const SchedJob& job : unfinished_()) {
+        bool enqueued = false;
+        s = collector_q_->Enqueue(job.id, job.generation, static_cast<int>(job.priority), SchedJobToJson(job).dump(),
+                                  &enqueued);
+        if (!s.ok()) break;
+        queued += enqueued;
+      }
+    }
+    if (s.ok() && queued > 0) std::fprintf(stderr, "kgym serve: queued %d stored job(s) redis did not hold\n", queued);
+    return s;
+  }
+
   void Collect() {
     auto last_reap = std::chrono::steady_clock::now();
+    int64_t synced_connections = 0;
+    bool failing = false;
     while (!stop_) {
       std::optional<FinishedJob> f;
-      Status s = collector_q_->NextFinished(0.5, &f);
+      Status s = Status::Ok();
+      if (resync_.exchange(false) || collector_q_->connections() != synced_connections) {
+        s = Resync();  // a connection can only have been made again at its start: it covers that connection
+        if (s.ok()) synced_connections = collector_q_->connections();
+        if (!s.ok()) resync_ = true;
+      }
+      if (s.ok()) s = collector_q_->NextFinished(0.5, &f);
       if (!s.ok()) {
-        std::fprintf(stderr, "kgym serve: redis: %s\n", s.ToString().c_str());
-        std::this_thread::sleep_for(std::chrono::seconds(1));
+        if (!failing) std::fprintf(stderr, "kgym serve: redis: %s (trying again)\n", s.ToString().c_str());
+        failing = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
         continue;
       }
+      if (failing) std::fprintf(stderr, "kgym serve: redis answers again\n");
+      failing = false;
       if (f) {
         SchedJob j;
         j.id = f->id;
@@ -121,6 +168,8 @@ class RedisDispatcher : public Dispatcher {
   std::unique_ptr<RedisJobQueue> q_, collector_q_;
   std::thread collector_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> resync_{false};  // a job could not be queued
+  std::function<std::vector<SchedJob>()> unfinished_;
 };
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/evaluation.h"
+#include "fault/fault_points.h"
 
 namespace kgym {
 
@@ -103,6 +104,23 @@ JobRecord RowToRecord(sqlite3_stmt* s) {
 }
 
 Status SqliteError(sqlite3* db) { return Status::IOError(std::string("sqlite: ") + sqlite3_errmsg(db)); }
+
+// sqlite3_step of a write, or the result code an armed fault point (fault/fault_points.h) gives it: the statement then
+// changes nothing, as SQLite leaves a write that fails (its changes rolled back).
+int StepWrite(sqlite3_stmt* st, const char* point) {
+  if (auto f = fault::Hit(point))
+    return f->mode == "busy" ? SQLITE_BUSY : f->mode == "ioerr" ? SQLITE_IOERR : SQLITE_FULL;
+  return sqlite3_step(st);
+}
+
+// The error of a write that returned `rc`: Unavailable when the database is busy (another writer holds it: worth
+// retrying), else IOError ("database or disk is full", "disk I/O error", ...).
+Status WriteError(sqlite3* db, int rc) {
+  const std::string msg =
+      std::string("sqlite: ") + (sqlite3_errcode(db) == rc ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  const int primary = rc & 0xff;
+  return primary == SQLITE_BUSY || primary == SQLITE_LOCKED ? Status::Unavailable(msg) : Status::IOError(msg);
+}
 
 // The WHERE clause of a JobQuery; ?1 is id_contains, ?2 the outcome label.
 std::string QueryFilter(const JobQuery& q) {
@@ -243,7 +261,7 @@ Status JobStore::Insert(const JobRecord& job, bool* inserted, JobRecord* existin
     sqlite3_bind_int(st, 4, job.priority);
     sqlite3_bind_double(st, 5, job.deadline);
     sqlite3_bind_double(st, 6, job.created_at);
-    if (sqlite3_step(st) != SQLITE_DONE) return Status::IOError(std::string("sqlite: ") + sqlite3_errmsg(impl_->db));
+    if (int rc = StepWrite(st, "store.insert"); rc != SQLITE_DONE) return WriteError(impl_->db, rc);
   }
   *inserted = sqlite3_changes(impl_->db) == 1;
   if (!*inserted && existing) return GetLocked(job.id, existing);
@@ -260,7 +278,7 @@ Status JobStore::Resubmit(JobRecord* job) {
     sqlite3_bind_int(st, 3, job->priority);
     sqlite3_bind_double(st, 4, job->deadline);
     sqlite3_bind_double(st, 5, job->created_at);
-    if (sqlite3_step(st) != SQLITE_DONE) return Status::IOError(std::string("sqlite: ") + sqlite3_errmsg(impl_->db));
+    if (int rc = StepWrite(st, "store.insert"); rc != SQLITE_DONE) return WriteError(impl_->db, rc);
   }
   if (sqlite3_changes(impl_->db) == 0) {
     sqlite3_stmt* st = impl_->insert;
@@ -271,7 +289,7 @@ Status JobStore::Resubmit(JobRecord* job) {
     sqlite3_bind_int(st, 4, job->priority);
     sqlite3_bind_double(st, 5, job->deadline);
     sqlite3_bind_double(st, 6, job->created_at);
-    if (sqlite3_step(st) != SQLITE_DONE) return Status::IOError(std::string("sqlite: ") + sqlite3_errmsg(impl_->db));
+    if (int rc = StepWrite(st, "store.insert"); rc != SQLITE_DONE) return WriteError(impl_->db, rc);
   }
   return GetLocked(job->id, job);
 }
@@ -284,7 +302,7 @@ Status JobStore::MarkRunning(const std::string& id, int64_t generation, const st
   sqlite3_bind_int64(st, 2, generation);
   BindText(st, 3, device);
   sqlite3_bind_double(st, 4, now);
-  if (sqlite3_step(st) != SQLITE_DONE) return Status::IOError(std::string("sqlite: ") + sqlite3_errmsg(impl_->db));
+  if (int rc = StepWrite(st, "store.update"); rc != SQLITE_DONE) return WriteError(impl_->db, rc);
   if (sqlite3_changes(impl_->db) == 0) return Status::NotFound("job '" + id + "' is gone, done or superseded");
   return Status::Ok();
 }
@@ -295,7 +313,7 @@ Status JobStore::MarkQueued(const std::string& id, int64_t generation) {
   StmtGuard g{st};
   BindText(st, 1, id);
   sqlite3_bind_int64(st, 2, generation);
-  if (sqlite3_step(st) != SQLITE_DONE) return Status::IOError(std::string("sqlite: ") + sqlite3_errmsg(impl_->db));
+  if (int rc = StepWrite(st, "store.update"); rc != SQLITE_DONE) return WriteError(impl_->db, rc);
   return Status::Ok();
 }
 
@@ -312,7 +330,7 @@ Status JobStore::Complete(const std::string& id, int64_t generation, const std::
   ResultLabels(result_json, &label, &family);
   BindText(st, 5, label);
   BindText(st, 6, family);
-  if (sqlite3_step(st) != SQLITE_DONE) return Status::IOError(std::string("sqlite: ") + sqlite3_errmsg(impl_->db));
+  if (int rc = StepWrite(st, "store.commit"); rc != SQLITE_DONE) return WriteError(impl_->db, rc);
   *applied = sqlite3_changes(impl_->db) == 1;
   return Status::Ok();
 }
@@ -326,13 +344,24 @@ Status JobStore::Recover(std::vector<JobRecord>* queued) {
   std::lock_guard<std::mutex> l(impl_->mu);
   Status s = Exec("UPDATE jobs SET state = 0 WHERE state = 1");
   if (!s.ok()) return s;
+  return SelectLocked("state = 0", queued);
+}
+
+Status JobStore::Unfinished(std::vector<JobRecord>* jobs) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return SelectLocked("state != 2", jobs);
+}
+
+Status JobStore::SelectLocked(const char* where, std::vector<JobRecord>* out) {
   sqlite3_stmt* st = nullptr;
-  s = Prepare(("SELECT " + std::string(kColumns) + " FROM jobs WHERE state = 0 ORDER BY created_at").c_str(), &st);
+  Status s =
+      Prepare(("SELECT " + std::string(kColumns) + " FROM jobs WHERE " + where + " ORDER BY created_at").c_str(), &st);
   if (!s.ok()) return s;
+  out->clear();
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) queued->push_back(RowToRecord(st));
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) out->push_back(RowToRecord(st));
   sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) return Status::IOError(std::string("sqlite: ") + sqlite3_errmsg(impl_->db));
+  if (rc != SQLITE_DONE) return SqliteError(impl_->db);
   return Status::Ok();
 }
 

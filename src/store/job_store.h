@@ -7,6 +7,11 @@
 // `generation`; a completion carrying an older generation is ignored, so a late result from a superseded run
 // can never overwrite a newer one, and a job completes at most once per generation.
 //
+// A write that fails (disk full, an I/O error: IOError; the database busy: Unavailable) changes nothing, as SQLite
+// rolls a failed statement back; the store stays usable and the caller decides (the service refuses a submission
+// it could not store, and writes a result again until the store takes it). Writes are fault points
+// (fault/fault_points.h): store.insert, store.update, store.commit.
+//
 // Thread-safe: one connection guarded by a mutex (SQLite serialises writers anyway).
 #pragma once
 
@@ -102,6 +107,9 @@ class JobStore {
   // Called once at startup: running jobs become queued again; returns every queued job, oldest first.
   Status Recover(std::vector<JobRecord>* queued);
 
+  // Every job not done (queued or running), oldest first; changes nothing.
+  Status Unfinished(std::vector<JobRecord>* jobs);
+
   // Deletes finished jobs whose result is older than `finished_before` (unix seconds).
   Status ExpireFinished(double finished_before, int* removed);
 
@@ -120,6 +128,7 @@ class JobStore {
   Status Exec(const char* sql);
   Status Prepare(const char* sql, sqlite3_stmt** stmt);
   Status GetLocked(const std::string& id, JobRecord* out);
+  Status SelectLocked(const char* where, std::vector<JobRecord>* out);
   Status Migrate();
 
   struct Impl;

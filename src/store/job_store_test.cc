@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "fault/fault_points.h"
+
 namespace kgym {
 namespace {
 
@@ -129,6 +131,64 @@ TEST(JobStore, OpenReportsAnUnwritablePath) {
   Status st = JobStore::Open("/nonexistent-dir/x/y.sqlite", {}, &s);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("/nonexistent-dir"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kgym
+
+namespace kgym {
+namespace {
+
+// Writes that fail (fault/fault_points.h: store.*) change nothing, and the store goes on working.
+TEST(JobStoreFaults, AFailedWriteChangesNothingAndTheStoreGoesOn) {
+  std::unique_ptr<JobStore> s;
+  ASSERT_TRUE(JobStore::Open(TempDb(), {}, &s).ok());
+  bool inserted = false;
+  JobRecord existing;
+  ASSERT_EQ(fault::Arm("store.insert@1:full,store.update@1:ioerr,store.commit@1*2:busy"), "");
+  Status st = s->Insert(Job("a"), &inserted, &existing);
+  EXPECT_EQ(st.code(), Status::Code::kIOError);
+  EXPECT_NE(st.message().find("database or disk is full"), std::string::npos) << st.ToString();
+  EXPECT_EQ(s->Get("a", &existing).code(), Status::Code::kNotFound);
+  ASSERT_TRUE(s->Insert(Job("a"), &inserted, &existing).ok());
+  EXPECT_TRUE(inserted);
+  st = s->MarkRunning("a", 1, "cpu", 101);
+  EXPECT_EQ(st.code(), Status::Code::kIOError);
+  EXPECT_NE(st.message().find("disk I/O error"), std::string::npos) << st.ToString();
+  bool applied = false;
+  for (int i = 0; i < 2; ++i) {  // busy: worth retrying
+    st = s->Complete("a", 1, R"({"outcome":"correct"})", 102, &applied);
+    EXPECT_EQ(st.code(), Status::Code::kUnavailable) << st.ToString();
+  }
+  ASSERT_TRUE(s->Get("a", &existing).ok());
+  EXPECT_EQ(existing.state, JobState::kQueued);
+  EXPECT_EQ(existing.completions, 0);
+  ASSERT_TRUE(s->Complete("a", 1, R"({"outcome":"correct"})", 102, &applied).ok());
+  EXPECT_TRUE(applied);
+  ASSERT_TRUE(s->Get("a", &existing).ok());
+  EXPECT_EQ(existing.state, JobState::kDone);
+  EXPECT_EQ(existing.completions, 1);
+  EXPECT_EQ(existing.outcome, "correct");
+  std::vector<JobRecord> unfinished;
+  ASSERT_TRUE(s->Unfinished(&unfinished).ok());
+  EXPECT_TRUE(unfinished.empty());
+  fault::Disarm();
+}
+
+TEST(JobStore, UnfinishedListsQueuedAndRunningWithoutChangingThem) {
+  std::unique_ptr<JobStore> s;
+  ASSERT_TRUE(JobStore::Open(":memory:", {}, &s).ok());
+  bool inserted = false;
+  JobRecord existing;
+  for (const char* id : {"q", "r", "d"}) ASSERT_TRUE(s->Insert(Job(id), &inserted, &existing).ok());
+  ASSERT_TRUE(s->MarkRunning("r", 1, "cpu", 1).ok());
+  bool applied = false;
+  ASSERT_TRUE(s->Complete("d", 1, "{}", 2, &applied).ok());
+  std::vector<JobRecord> u;
+  ASSERT_TRUE(s->Unfinished(&u).ok());
+  ASSERT_EQ(u.size(), 2u);
+  ASSERT_TRUE(s->Get("r", &existing).ok());
+  EXPECT_EQ(existing.state, JobState::kRunning);  // unlike Recover, nothing is put back in the queue
 }
 
 }  // namespace

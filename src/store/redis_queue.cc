@@ -1,10 +1,13 @@
 #include "store/redis_queue.h"
 
 #include <hiredis/hiredis.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include <chrono>
 #include <cstdlib>
+
+#include "fault/fault_points.h"
 
 namespace kgym {
 
@@ -132,53 +135,83 @@ Status ParseRedisUrl(const std::string& url, RedisAddress* out) {
   return Status::Ok();
 }
 
-RedisJobQueue::RedisJobQueue(redisContext* ctx, std::string prefix) : ctx_(ctx), prefix_(std::move(prefix)) {}
+RedisJobQueue::RedisJobQueue(std::string url, RedisAddress address, std::string prefix)
+    : url_(std::move(url)), address_(std::move(address)), prefix_(std::move(prefix)) {}
 RedisJobQueue::~RedisJobQueue() {
   if (ctx_) redisFree(ctx_);
 }
 
-Status RedisJobQueue::Connect(const std::string& url, const std::string& prefix, std::unique_ptr<RedisJobQueue>* out) {
+Status RedisJobQueue::Open(const std::string& url, const std::string& prefix, std::unique_ptr<RedisJobQueue>* out) {
   RedisAddress a;
   Status s = ParseRedisUrl(url, &a);
   if (!s.ok()) return s;
-  redisContext* ctx = redisConnectWithTimeout(a.host.c_str(), a.port, Tv(5));
-  if (!ctx || ctx->err) {
-    std::string msg = ctx ? ctx->errstr : "out of memory";
-    if (ctx) redisFree(ctx);
-    return Status::Unavailable("cannot connect to redis at " + url + ": " + msg);
-  }
-  redisSetTimeout(ctx, Tv(10));
-  std::unique_ptr<RedisJobQueue> q(new RedisJobQueue(ctx, prefix));
-  if (a.db != 0) {
-    Reply r;
-    s = q->Run({"SELECT", std::to_string(a.db)}, &r);
-    if (!s.ok()) return s;
-  }
+  out->reset(new RedisJobQueue(url, a, prefix));
+  return Status::Ok();
+}
+
+Status RedisJobQueue::Connect(const std::string& url, const std::string& prefix, std::unique_ptr<RedisJobQueue>* out) {
+  std::unique_ptr<RedisJobQueue> q;
+  Status s = Open(url, prefix, &q);
+  if (s.ok()) s = q->Reconnect();
+  if (!s.ok()) return s;
   *out = std::move(q);
   return Status::Ok();
 }
 
-Status RedisJobQueue::Run(const std::vector<std::string>& argv, Reply* reply, double timeout_s) {
+Status RedisJobQueue::Reconnect() {
+  if (ctx_) redisFree(ctx_);
+  ctx_ = nullptr;
+  if (fault::Hit("redis.connect"))
+    return Status::Unavailable("cannot connect to redis at " + url_ + ": Connection refused (fault point)");
+  redisContext* ctx = redisConnectWithTimeout(address_.host.c_str(), address_.port, Tv(5));
+  if (!ctx || ctx->err) {
+    std::string msg = ctx ? ctx->errstr : "out of memory";
+    if (ctx) redisFree(ctx);
+    return Status::Unavailable("cannot connect to redis at " + url_ + ": " + msg);
+  }
+  redisSetTimeout(ctx, Tv(10));
+  ctx_ = ctx;
+  if (address_.db != 0) {
+    Reply r;
+    Status s = Run({"SELECT", std::to_string(address_.db)}, &r, 0, nullptr);
+    if (!s.ok()) {
+      redisFree(ctx_);
+      ctx_ = nullptr;
+      return s;
+    }
+  }
+  ++connections_;
+  return Status::Ok();
+}
+
+Status RedisJobQueue::Run(const std::vector<std::string>& argv, Reply* reply, double timeout_s, const char* fault) {
+  // A context that saw an I/O or protocol error cannot be used again: connect afresh.
+  if (!ctx_ || ctx_->err) {
+    Status s = Reconnect();
+    if (!s.ok()) return s;
+  }
   std::vector<const char*> ptrs;
   std::vector<size_t> lens;
   for (const auto& a : argv) {
     ptrs.push_back(a.data());
     lens.push_back(a.size());
   }
+  // The fault: the connection drops as the command goes out, and hiredis meets it as it would a real drop.
+  if (fault && fault::Hit(fault)) ::shutdown(ctx_->fd, SHUT_RDWR);
   if (timeout_s > 0) redisSetTimeout(ctx_, Tv(timeout_s + 5));
   reply->r = static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), ptrs.data(), lens.data()));
-  if (timeout_s > 0) redisSetTimeout(ctx_, Tv(10));
+  if (timeout_s > 0 && !ctx_->err) redisSetTimeout(ctx_, Tv(10));
   if (!reply->r) return Status::Unavailable(std::string("redis: ") + (ctx_->err ? ctx_->errstr : "no reply"));
   if (reply->r->type == REDIS_REPLY_ERROR) return Status::Internal(std::string("redis: ") + reply->r->str);
   return Status::Ok();
 }
 
 Status RedisJobQueue::Eval(const char* script, const std::vector<std::string>& keys,
-                           const std::vector<std::string>& args, Reply* reply) {
+                           const std::vector<std::string>& args, Reply* reply, const char* fault) {
   std::vector<std::string> argv = {"EVAL", script, std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
-  return Run(argv, reply);
+  return Run(argv, reply, 0, fault);
 }
 
 Status RedisJobQueue::Enqueue(const std::string& id, int64_t generation, int priority, const std::string& payload,
@@ -210,7 +243,7 @@ Status RedisJobQueue::Claim(const std::string& worker, int64_t lease_ms, std::op
 Status RedisJobQueue::Heartbeat(const std::string& id, const std::string& worker, int64_t lease_ms, LeaseState* state) {
   Reply r;
   Status s = Eval(kHeartbeat, {prefix_ + ":job:" + id, prefix_ + ":leases"},
-                  {id, worker, std::to_string(NowMs()), std::to_string(lease_ms)}, &r);
+                  {id, worker, std::to_string(NowMs()), std::to_string(lease_ms)}, &r, "redis.lease");
   if (!s.ok()) return s;
   long long v = r.r->integer;
   *state = v < 0 ? LeaseState::kLost : (v > 0 ? LeaseState::kCancelRequested : LeaseState::kHeld);

@@ -8,6 +8,11 @@
 // (id -> lease expiry in ms), {p}:done and {p}:done:pending lists of "generation|id". Every state change is one
 // Lua script, so it is atomic on the Redis server.
 //
+// The connection is made again on the next call after it broke (Redis restarted, the network dropped it): a call
+// that fails for want of Redis returns Unavailable and changes nothing the caller knows of; the caller tries again
+// later. connections() counts the connections made, so a caller can tell that Redis may have restarted (and lost
+// what it held: without persistence a restarted Redis is empty) and hand it again what it must hold.
+//
 // Not thread-safe: one RedisJobQueue (one connection) per thread.
 #pragma once
 
@@ -50,8 +55,15 @@ enum class LeaseState { kHeld, kCancelRequested, kLost };
 
 class RedisJobQueue {
  public:
+  // Parses the URL and connects; Unavailable when Redis cannot be reached (InvalidArgument for a bad URL).
   static Status Connect(const std::string& url, const std::string& prefix, std::unique_ptr<RedisJobQueue>* out);
+  // Parses the URL only; the connection is made at the first call.
+  static Status Open(const std::string& url, const std::string& prefix, std::unique_ptr<RedisJobQueue>* out);
   ~RedisJobQueue();
+
+  // Connections made so far (0 before the first).
+  int64_t connections() const { return connections_; }
+  const std::string& url() const { return url_; }
 
   // Enqueues generation `generation` of job `id` unless that generation is already queued, running or done
   // in Redis (*enqueued tells which). Priority: 0 low, 1 normal, 2 high.
@@ -84,14 +96,20 @@ class RedisJobQueue {
   Status QueueDepth(int64_t* queued, int64_t* leased);
 
  private:
-  RedisJobQueue(redisContext* ctx, std::string prefix);
+  RedisJobQueue(std::string url, RedisAddress address, std::string prefix);
   struct Reply;
-  Status Run(const std::vector<std::string>& argv, Reply* reply, double timeout_s = 0);
+  Status Reconnect();
+  // `fault`: the fault point this command may be dropped at (fault/fault_points.h).
+  Status Run(const std::vector<std::string>& argv, Reply* reply, double timeout_s = 0,
+             const char* fault = "redis.command");
   Status Eval(const char* script, const std::vector<std::string>& keys, const std::vector<std::string>& args,
-              Reply* reply);
+              Reply* reply, const char* fault = "redis.command");
 
-  redisContext* ctx_;
+  redisContext* ctx_ = nullptr;
+  std::string url_;
+  RedisAddress address_;
   std::string prefix_;
+  int64_t connections_ = 0;
 };
 
 }  // namespace kgym

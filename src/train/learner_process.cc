@@ -18,6 +18,7 @@ extern char** environ;
 
 #include "agent/http_util.h"
 #include "core/runtime_files.h"
+#include "fault/fault_points.h"
 #include "train/learner_protocol.h"
 
 namespace kgym::train {
@@ -287,9 +288,13 @@ void LearnerProcess::Stop() {
   if (out_fd_ >= 0) close(out_fd_), out_fd_ = -1;
 }
 
-Status CallJson(const std::string& url, const nlohmann::json& body, nlohmann::json* reply, double timeout_s) {
+namespace {
+// `garble`: the reply's body replaced by bytes that are not JSON (the fault point learner.request:garbage).
+Status Request(const std::string& url, const nlohmann::json& body, nlohmann::json* reply, double timeout_s,
+               bool garble) {
   const bool get = body.is_null();
   agent::HttpReply r = agent::HttpRequest(get ? "GET" : "POST", url, get ? "" : body.dump(), {}, timeout_s, 10);
+  if (garble && r.curl_error.empty()) r.body = "\x1f\x8b garbage {\"rows\": [";
   if (!r.curl_error.empty())
     return r.timed_out ? Status::Timeout(url + ": " + r.curl_error) : Status::Unavailable(url + ": " + r.curl_error);
   nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
@@ -303,11 +308,20 @@ Status CallJson(const std::string& url, const nlohmann::json& body, nlohmann::js
   *reply = std::move(j);
   return Status::Ok();
 }
+}  // namespace
+
+Status CallJson(const std::string& url, const nlohmann::json& body, nlohmann::json* reply, double timeout_s) {
+  return Request(url, body, reply, timeout_s, false);
+}
 
 Status LearnerProcess::Call(const std::string& path, const nlohmann::json& body, nlohmann::json* reply,
                             double timeout_s) const {
   if (base_url_.empty()) return Status::Unavailable("the learner is not running");
-  return CallJson(base_url_ + path, body, reply, timeout_s);
+  // The fault point learner.request (fault/fault_points.h): the learner killed as the request goes out (kill), or a
+  // reply that is not JSON (garbage).
+  const auto fault = fault::Hit("learner.request");
+  if (fault && fault->mode == "kill" && pid_ > 0) ::kill(pid_, SIGKILL);
+  return Request(base_url_ + path, body, reply, timeout_s, fault && fault->mode == "garbage");
 }
 
 }  // namespace kgym::train

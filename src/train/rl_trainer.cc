@@ -12,6 +12,7 @@
 #include "train/learner_protocol.h"
 #include "train/rl_step.h"
 #include "train/rollouts.h"
+#include "train/run_resume.h"
 #include "train/task_sampler.h"
 #include "train/train_batch.h"
 #include "train/train_config.h"
@@ -41,22 +42,6 @@ Status WriteJson(const std::string& path, const nlohmann::json& j) {
   return out ? Status::Ok() : Status::IOError("cannot write " + path);
 }
 
-// The newest complete checkpoint under out_dir/checkpoints (both halves written), or "".
-std::string NewestCheckpoint(const std::string& out_dir) {
-  std::error_code ec;
-  int64_t best = -1;
-  std::string path;
-  for (const auto& e : fs::directory_iterator(fs::path(out_dir) / "checkpoints", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("step_", 0) != 0 || !fs::exists(e.path() / "kgym_state.json") ||
-        !fs::exists(e.path() / "trainer_state.json"))
-      continue;
-    const int64_t s = std::atoll(name.c_str() + 5);
-    if (s > best) best = s, path = e.path().string();
-  }
-  return path;
-}
-
 // Strips what makes rollout records large (token ids and log-probs) once the step has used them.
 void StripTokens(const std::string& dir) {
   std::vector<nlohmann::json> recs;
@@ -74,6 +59,10 @@ void StripTokens(const std::string& dir) {
 agent::TurnLoopConfig RlTrainer::LoopConfig(bool validation, int64_t step) const {
   run::RunSpec spec = validation ? val_spec_ : spec_;
   spec.loop.run_id = fs::path(out_dir_).filename().string() + (validation ? "-val" : "-train") + std::to_string(step);
+  // Each request's sampling seed follows from the run's seed, the step and (in the turn loop) the sample and turn, so
+  // a step done again (a resumed run) samples what it sampled the first time.
+  const int64_t seed = cfg_["trainer"]["seed"].get<int64_t>() % 1000;
+  spec.sampling.seed = static_cast<int>((seed * 1000003 + step * 100000 + (validation ? 50000 : 0)) % 2000000000);
   return run::LoopConfig(spec);
 }
 
@@ -146,13 +135,20 @@ Status RlTrainer::StartEngines(const std::string& resume) {
   return engine_url_.empty() ? Status::Ok() : PushWeights(0);
 }
 
+Status RlTrainer::CallLearner(const char* path, const nlohmann::json& body, nlohmann::json* reply, double timeout_s) {
+  Status s = learner_.Call(path, body, reply, timeout_s);
+  // No answer, or one that is not the learner's (not JSON, a crash's 5xx): the learner's state is not to be trusted.
+  if (!s.ok() && s.code() != Status::Code::kInvalidArgument) learner_failed_ = s;
+  return s;
+}
+
 Status RlTrainer::PushWeights(int64_t step) {
   if (engine_url_.empty()) return Status::Ok();  // the learner serves its own live weights
   const auto& wd = cfg_["rollout"]["weights_dir"];
   const std::string dir =
       (wd.is_string() ? wd.get<std::string>() : out_dir_ + "/weights") + "/step_" + std::to_string(step);
   nlohmann::json r;
-  Status s = learner_.Call(P::kPathSaveWeights, {{P::kFieldDir, dir}}, &r);
+  Status s = CallLearner(P::kPathSaveWeights, {{P::kFieldDir, dir}}, &r);
   if (s.ok()) s = CallJson(engine_url_ + P::kPathUpdateWeights, {{P::kFieldModelPath, dir}}, &r, 3600);
   if (!s.ok()) return s;
   if (!r.value("success", false))
@@ -173,7 +169,7 @@ Status RlTrainer::LearnerLogprobs(const TrainBatch& b, std::vector<std::vector<d
   }
   if (!asked.empty()) {
     nlohmann::json r;
-    Status s = learner_.Call(P::kPathLogprobs, {{P::kFieldRows, rows}}, &r);
+    Status s = CallLearner(P::kPathLogprobs, {{P::kFieldRows, rows}}, &r);
     if (!s.ok()) return s;
     const auto& got = r[P::kFieldRows];
     if (!got.is_array() || got.size() != asked.size()) return Status::Internal("the learner returned the wrong rows");
@@ -194,7 +190,7 @@ Status RlTrainer::WriteMetrics(int64_t step, const nlohmann::json& metrics) {
   out << rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   out.flush();
   nlohmann::json ignored;
-  (void)learner_.Call(P::kPathMetrics, {{P::kFieldStep, step}, {P::kFieldMetrics, metrics}}, &ignored, 60);
+  (void)CallLearner(P::kPathMetrics, {{P::kFieldStep, step}, {P::kFieldMetrics, metrics}}, &ignored, 60);
   return out ? Status::Ok() : Status::IOError("cannot append to " + out_dir_ + "/metrics.jsonl");
 }
 
@@ -220,7 +216,8 @@ Status RlTrainer::Step(int64_t step) {
   }
   const agent::TurnLoopDeps deps = parts_->Deps();
   nlohmann::json before, after;
-  (void)learner_.Call(P::kPathHealth, nullptr, &before, 30);
+  (void)CallLearner(P::kPathHealth, nullptr, &before, 30);
+  if (!learner_failed_.ok()) return learner_failed_;  // no rollouts from a learner that is gone
 
   // 1. Rollouts with gym rewards.
   std::vector<nlohmann::json> records;
@@ -228,7 +225,7 @@ Status RlTrainer::Step(int64_t step) {
   Status s = RunRollouts(run, deps, &records);
   if (!s.ok()) return s;
   const double rollout_s = Since(t_roll);
-  (void)learner_.Call(P::kPathHealth, nullptr, &after, 30);
+  (void)CallLearner(P::kPathHealth, nullptr, &after, 30);
 
   // 2. Rows, learner log-probs, the RL core.
   TrainBatch batch;
@@ -254,7 +251,7 @@ Status RlTrainer::Step(int64_t step) {
                     {P::kFieldTokenMask, rl.token_mask[i]}});
   }
   nlohmann::json update;
-  s = learner_.Call(P::kPathTrainStep, {{P::kFieldStep, step}, {P::kFieldRows, rows}}, &update);
+  s = CallLearner(P::kPathTrainStep, {{P::kFieldStep, step}, {P::kFieldRows, rows}}, &update);
   if (s.ok()) s = PushWeights(step);
   if (!s.ok()) return s;
 
@@ -354,7 +351,7 @@ Status RlTrainer::Validate(int64_t step) {
 Status RlTrainer::Checkpoint(int64_t step) {
   const std::string dir = out_dir_ + "/checkpoints/step_" + std::to_string(step);
   nlohmann::json r;
-  Status s = learner_.Call(P::kPathSave, {{P::kFieldDir, dir}, {P::kFieldStep, step}}, &r);
+  Status s = CallLearner(P::kPathSave, {{P::kFieldDir, dir}, {P::kFieldStep, step}}, &r);
   if (s.ok())
     s = WriteJson(dir + "/kgym_state.json",
                   {{"step", step}, {"policy_version", r.value(P::kFieldPolicyVersion, -1)}, {"time", NowIso()}});
@@ -372,34 +369,65 @@ Status RlTrainer::Checkpoint(int64_t step) {
   return Status::Ok();
 }
 
+// Where a run starts: from the configured checkpoint (trainer.resume: auto = the newest, a folder, or disable), with
+// what the steps after it left dropped (train/run_resume.h) unless resume is disabled.
+Status RlTrainer::ResumePoint(bool configured, std::string* resume, int64_t* start) {
+  const auto& rc = cfg_["trainer"]["resume"];
+  *resume = "";
+  if (!configured || rc == "auto")
+    *resume = NewestCheckpoint(out_dir_);
+  else if (rc.is_string() && rc != "disable")
+    *resume = rc.get<std::string>();
+  int64_t done = -1;
+  if (!resume->empty()) {
+    Status s = CheckpointStep(*resume, &done);
+    if (!s.ok()) return s;
+    std::fprintf(stderr, "kgym train: resuming from %s at step %lld\n", resume->c_str(),
+                 static_cast<long long>(done + 1));
+  }
+  *start = done < 0 ? 1 : done + 1;
+  if (configured && rc == "disable") return Status::Ok();
+  return ForgetStepsAfter(out_dir_, done);
+}
+
 Status RlTrainer::Run() {
   Status s = Setup();
   if (!s.ok()) return s;
   std::string resume;
-  const auto& rc = cfg_["trainer"]["resume"];
-  if (rc == "auto")
-    resume = NewestCheckpoint(out_dir_);
-  else if (rc.is_string() && rc != "disable")
-    resume = rc.get<std::string>();
   int64_t start = 1;
-  if (!resume.empty()) {
-    std::ifstream in(resume + "/kgym_state.json");
-    nlohmann::json st = nlohmann::json::parse(in, nullptr, false);
-    if (st.is_discarded() || !st.contains("step"))
-      return Status::InvalidArgument(resume + " is not a kgym train checkpoint (no kgym_state.json)");
-    start = st["step"].get<int64_t>() + 1;
-    std::fprintf(stderr, "kgym train: resuming from %s at step %lld\n", resume.c_str(), static_cast<long long>(start));
-  }
-  s = StartEngines(resume);
+  s = ResumePoint(true, &resume, &start);
+  if (s.ok()) s = StartEngines(resume);
   if (!s.ok()) return s;
   const int64_t total = cfg_["trainer"]["total_training_steps"].get<int64_t>();
   const int64_t save_freq = cfg_["trainer"]["save_freq"].get<int64_t>();
   const int64_t test_freq = cfg_["trainer"]["test_freq"].get<int64_t>();
-  if (start == 1 && !val_tasks_.empty() && cfg_["trainer"]["val_before_train"].get<bool>()) s = Validate(0);
-  for (int64_t step = start; s.ok() && step <= total; ++step) {
-    s = Step(step);
+  const int max_restarts = cfg_["trainer"].value("max_learner_restarts", 3);
+  int restarts = 0;
+  const auto validate_first = [&] {
+    return start == 1 && !val_tasks_.empty() && cfg_["trainer"]["val_before_train"].get<bool>();
+  };
+  if (validate_first()) s = Validate(0);
+  for (int64_t step = start; step <= total;) {
+    if (s.ok()) s = Step(step);
     if (s.ok() && ((save_freq > 0 && step % save_freq == 0) || step == total)) s = Checkpoint(step);
     if (s.ok() && !val_tasks_.empty() && test_freq > 0 && (step % test_freq == 0 || step == total)) s = Validate(step);
+    if (s.ok() && !learner_failed_.ok()) s = learner_failed_;  // a call whose failure the step could go on without
+    if (s.ok()) {
+      ++step;
+      continue;
+    }
+    // The learner died or answered nonsense: a new one from the newest checkpoint, and the steps after it again.
+    if (learner_failed_.ok() || restarts >= max_restarts) break;
+    ++restarts;
+    std::fprintf(stderr, "kgym train: the learner failed (%s); restarting it (%d of %d)\n",
+                 learner_failed_.ToString().c_str(), restarts, max_restarts);
+    learner_failed_ = Status::Ok();
+    learner_.Stop();
+    s = ResumePoint(false, &resume, &start);
+    if (s.ok()) s = StartEngines(resume);
+    if (!s.ok()) break;
+    if (validate_first()) s = Validate(0);
+    step = start;
   }
   learner_.Stop();
   return s;

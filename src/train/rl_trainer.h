@@ -11,7 +11,13 @@
 // Every step's numbers go to <out_dir>/metrics.jsonl (and the learner's TensorBoard log); rollouts to
 // <out_dir>/rollouts/step_N/; validation (Fast@p) every trainer.test_freq steps to <out_dir>/val/step_N/;
 // checkpoints every trainer.save_freq steps to <out_dir>/checkpoints/step_N/ (the learner's state plus
-// kgym_state.json), from which trainer.resume=auto continues.
+// kgym_state.json), from which trainer.resume=auto continues (train/run_resume.h: the steps after the checkpoint are
+// done again, and what they had left is dropped first, so no step is counted twice).
+//
+// A learner that dies or answers with something not its own (a reply that is not JSON, a 5xx) is restarted from the
+// newest checkpoint, up to trainer.max_learner_restarts times, and the steps after that checkpoint are done again;
+// each request's sampling seed follows from trainer.seed, the step, the sample and the turn, so the steps done again
+// sample what they sampled before. A gym that restarts is waited for (gym.retry_window).
 #pragma once
 
 #include <memory>
@@ -38,7 +44,11 @@ class RlTrainer {
 
  private:
   Status Setup();
+  // `configured`: trainer.resume as configured (the run's start); else the newest checkpoint (a restart).
+  Status ResumePoint(bool configured, std::string* resume, int64_t* start);
   Status StartEngines(const std::string& resume);
+  // learner_.Call, noting in learner_failed_ a failure that makes the learner's state untrustworthy.
+  Status CallLearner(const char* path, const nlohmann::json& body, nlohmann::json* reply, double timeout_s = 3600);
   Status Step(int64_t step);
   Status Validate(int64_t step);
   Status Checkpoint(int64_t step);
@@ -60,6 +70,7 @@ class RlTrainer {
   std::unique_ptr<run::RunParts> parts_;  // templates, reward, the policy's client, skills (over shared_gym_/gym_)
   LearnerProcess learner_;
   std::string engine_url_;  // external engine's root URL ("" = the learner serves)
+  Status learner_failed_;   // the last learner call that failed so (Ok: none since the last restart)
   nlohmann::json last_generation_ = nlohmann::json::object();
 };
 

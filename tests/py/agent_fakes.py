@@ -37,8 +37,8 @@ def chat_completion(content, finish_reason="stop"):
 
 
 class _Server:
-    def __init__(self, handler_cls):
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler_cls)
+    def __init__(self, handler_cls, port=0):
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), handler_cls)
         self.httpd.daemon_threads = True
         self.httpd.owner = self
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -145,8 +145,13 @@ class _GymHandler(BaseHTTPRequestHandler):
             fail = owner.fail_first_posts > 0
             if fail:
                 owner.fail_first_posts -= 1
+            if owner.post_log is not None:
+                owner.post_log.write(json.dumps({"task_id": req["task_id"]}) + "\n")
+                owner.post_log.flush()
         if fail:
             return self._send(503, {"detail": "busy"})
+        if owner.delay_s:
+            time.sleep(owner.delay_s)
         res = judge(req["kernel_code"])
         res["task_id"] = req["task_id"]
         with owner.lock:
@@ -164,12 +169,17 @@ class _GymHandler(BaseHTTPRequestHandler):
 
 
 class FakeGym(_Server):
-    def __init__(self, fail_first_posts=0):
+    """`delay_s`: each POST is answered this much later; `post_log`: a file each POST's task_id is appended to (a
+    gym run as its own process, fake_gym_process.py, tells the test what it was asked)."""
+
+    def __init__(self, fail_first_posts=0, port=0, delay_s=0.0, post_log=None):
         self.lock = threading.Lock()
         self.posts = []
         self.results = {}
         self.fail_first_posts = fail_first_posts
-        super().__init__(_GymHandler)
+        self.delay_s = delay_s
+        self.post_log = post_log
+        super().__init__(_GymHandler, port)
 
     @property
     def url(self):

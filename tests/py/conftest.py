@@ -30,3 +30,14 @@ def run_eval(kgym, ref, kernel, *extra, timeout=120):
     wall = time.time() - t0
     assert p.returncode == 0, "kgym eval failed (%d): %s" % (p.returncode, p.stderr[-2000:])
     return json.loads(p.stdout), p.stderr, wall
+
+
+@pytest.fixture
+def redis():
+    """A private redis-server (server_util.RedisServer) for one test; the test skips where none is installed."""
+    from server_util import RedisServer
+    r = RedisServer()
+    if not r.proc:
+        pytest.skip("redis-server not installed")
+    yield r
+    r.stop()

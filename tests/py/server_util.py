@@ -59,12 +59,13 @@ class Response:
 class Server:
     """A `kgym serve` child process. Stop with stop() (SIGTERM) or kill() (SIGKILL)."""
 
-    def __init__(self, tmp_path, *args, store=None, token=None):
+    def __init__(self, tmp_path, *args, store=None, token=None, env=None):
         self.store = store or str(tmp_path / "store.sqlite")
         self.args = ["serve", "--port", "0", "--store", self.store, *args]
         self.token = token
         self.log = open(tmp_path / f"serve-{time.time_ns()}.log", "w+")
-        self.proc = subprocess.Popen([KGYM_BIN, *self.args], stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.proc = subprocess.Popen([KGYM_BIN, *self.args], stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                     env=env)
         line = self.proc.stdout.readline()
         m = re.search(r"listening on http://([\d.]+):(\d+)", line)
         if not m:
@@ -126,12 +127,12 @@ def free_port():
 class RedisServer:
     """A private redis-server child on a free port, or unavailable (tests skip)."""
 
-    def __init__(self):
+    def __init__(self, port=None):
         self.bin = shutil.which("redis-server") or ("/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None)
         self.proc = None
         if not self.bin:
             return
-        self.port = free_port()
+        self.port = port or free_port()
         self.proc = subprocess.Popen([self.bin, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                                       "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -8,18 +8,9 @@ import time
 
 import pytest
 
-from server_util import KGYM_BIN, RedisServer, Server, drkernel_payload, sim_kernel
+from server_util import KGYM_BIN, Server, drkernel_payload, sim_kernel
 
 pytestmark = pytest.mark.skipif(not os.path.exists(KGYM_BIN), reason="kgym binary not built")
-
-
-@pytest.fixture
-def redis():
-    r = RedisServer()
-    if not r.proc:
-        pytest.skip("redis-server not installed")
-    yield r
-    r.stop()
 
 
 def start_worker(redis_url, name, journal, log):

@@ -72,6 +72,9 @@ def test_unsealed_output_region_is_hacked(kgym, tmp_path):
     assert "result channel tampering" in r["outcome_detail"]
     assert "sealed" in r["outcome_detail"]
     assert "lent_buffers" not in r["metadata"]
+    # A broken channel runs the candidate again on a fresh worker (it might have been this side's fault): the same
+    # tampering the second time is the verdict.
+    assert "result channel tampering" in r["metadata"]["candidate_rerun"]["outcome_detail"]
     r, _, _ = run_eval(kgym, MID, _write(tmp_path, "good", GOOD))
     assert r["outcome"] == "correct", r["outcome_detail"]
 

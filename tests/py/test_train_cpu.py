@@ -12,6 +12,8 @@
 import json
 import os
 import subprocess
+import sys
+import time
 
 import pytest
 
@@ -176,3 +178,145 @@ def test_rollouts_with_a_skill_library_evolve_it_every_step(kgym, bandit, tmp_pa
     recs = [json.loads(line) for line in open(out / "rollouts" / "step_1" / "trajectories.jsonl")]
     assert sorted(r["first_turn"]["scheme"] for r in recs) == [0, 1, 2, 3]
     assert (out / "rollouts" / "step_2" / "evolve.json").exists()
+
+
+# ---- faults on the trainer's side (src/fault/fault_points.h): each run is killed or misled in the middle of a step and
+# must end with the metrics of the uninterrupted run, every step counted once and every rollout rewarded once. The
+# gym is the fake KernelGYM server in a process of its own (fake_gym_process.py), so it can be killed mid-step too.
+# Generation is one request at a time (rollout.llm_concurrency=1): each request is then sampled alone from its own seed
+# (trainer.seed, step, sample, turn), whatever order the trajectories' threads ask in.
+
+FAULT_STEPS = 3
+
+
+class GymProcess:
+    def __init__(self, tmp_path, port=None, delay_s=0.05):
+        from server_util import free_port
+        self.port = port or free_port()
+        self.log = tmp_path / f"gym-posts-{self.port}.jsonl"
+        self.delay_s = delay_s
+        self.start()
+
+    def start(self):
+        here = os.path.dirname(os.path.abspath(__file__))
+        self.proc = subprocess.Popen([sys.executable, os.path.join(here, "fake_gym_process.py"), str(self.port),
+                                      str(self.log), str(self.delay_s)], stdout=subprocess.PIPE, text=True, cwd=here)
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def posts(self):
+        return [json.loads(line)["task_id"] for line in open(self.log)] if self.log.exists() else []
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+
+def fault_run(kgym, d, gym, out, env=None, timeout=900):
+    """`kgym train` for FAULT_STEPS steps, a checkpoint after each; returns the running process."""
+    cmd = [kgym, "train"] + rl_args(d, gym, out, FAULT_STEPS, "trainer.save_freq=1", "rollout.llm_concurrency=1",
+                                    "rollout.n=6", "trainer.max_learner_restarts=2")
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env=dict(os.environ, **(env or {})))
+
+
+def finish(p, timeout=900):
+    out, err = p.communicate(timeout=timeout)
+    assert p.returncode == 0, f"kgym train failed ({p.returncode}):\n{err[-6000:]}"
+    return err
+
+
+def comparable(rows):
+    """The metrics a resumed run must reproduce: all but wall-clock times (time, time/*, *_s) and throughput
+    (perf/*)."""
+    return [{k: v for k, v in r.items() if not (k == "time" or k.startswith(("time/", "perf/")) or k.endswith("_s"))}
+            for r in rows]
+
+
+def assert_same_metrics(got, want):
+    assert [r["step"] for r in got] == list(range(1, FAULT_STEPS + 1)), [r["step"] for r in got]
+    for g, w in zip(comparable(got), comparable(want)):
+        assert g.keys() == w.keys(), set(g) ^ set(w)
+        for k in w:
+            assert g[k] == pytest.approx(w[k], rel=1e-6, abs=1e-9), (g["step"], k, g[k], w[k])
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(kgym, bandit, tmp_path_factory):
+    d, _ = bandit
+    tmp = tmp_path_factory.mktemp("uninterrupted")
+    gym = GymProcess(tmp)
+    try:
+        finish(fault_run(kgym, d, gym, tmp / "rl"))
+    finally:
+        gym.kill()
+    return metrics(tmp / "rl" / "metrics.jsonl"), len(gym.posts())
+
+
+def check_rollouts_rewarded_once(out):
+    for step in range(1, FAULT_STEPS + 1):
+        recs = [json.loads(line) for line in open(out / "rollouts" / f"step_{step}" / "trajectories.jsonl")]
+        assert len(recs) == 6, (step, len(recs))  # one record per trajectory: none repeated, none lost
+
+
+@pytest.mark.parametrize("spec", ["learner.request@10:kill", "learner.request@10:garbage", "learner.train_step@2"])
+def test_learner_fails_mid_step_and_training_resumes_to_the_same_metrics(kgym, bandit, uninterrupted, tmp_path, spec):
+    """The learner is killed as step 2's train request goes out (requests per step: health, health, log-probs,
+    train step, metrics, save), answers it with garbage, or dies inside step 2's PPO step after the optimizer moved
+    the weights. kgym train restarts it from checkpoint 1, does step 2 again, and ends where the uninterrupted run
+    ended."""
+    d, _ = bandit
+    gym = GymProcess(tmp_path)
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    try:
+        err = finish(fault_run(kgym, d, gym, tmp_path / "rl", {"KGYM_FAULTS": spec, "KGYM_FAULTS_DIR": str(faults)}))
+    finally:
+        gym.kill()
+    assert os.listdir(faults) == [spec.split(":")[0]], err[-3000:]
+    assert "restarting it (1 of 2)" in err and "resuming from" in err, err[-3000:]
+    assert_same_metrics(metrics(tmp_path / "rl" / "metrics.jsonl"), uninterrupted[0])
+    check_rollouts_rewarded_once(tmp_path / "rl")
+
+
+@pytest.mark.parametrize("spec", ["gym.request@8:reset", "gym.request@8:500", "gym.request@8:slow"])
+def test_gym_request_fails_and_is_asked_again(kgym, bandit, uninterrupted, tmp_path, spec):
+    """A reply of the gym lost on the way (reset, 500, no answer in time): the trainer asks again with the same
+    task_id and the run's metrics are the uninterrupted run's."""
+    d, _ = bandit
+    gym = GymProcess(tmp_path)
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    try:
+        finish(fault_run(kgym, d, gym, tmp_path / "rl", {"KGYM_FAULTS": spec, "KGYM_FAULTS_DIR": str(faults)}))
+    finally:
+        gym.kill()
+    assert os.listdir(faults) == ["gym.request@8"]
+    posts = gym.posts()
+    assert len(posts) == uninterrupted[1] + 1 and len(set(posts)) == len(posts) - 1  # one POST sent twice
+    assert_same_metrics(metrics(tmp_path / "rl" / "metrics.jsonl"), uninterrupted[0])
+    check_rollouts_rewarded_once(tmp_path / "rl")
+
+
+def test_gym_killed_mid_step_and_training_goes_on_to_the_same_metrics(kgym, bandit, uninterrupted, tmp_path):
+    """The gym process is SIGKILLed while step 2's evaluations are in flight and started again 2 s later on its
+    port: the trainer's requests are sent again (the same task_ids) and the run ends with the uninterrupted run's
+    metrics."""
+    d, _ = bandit
+    gym = GymProcess(tmp_path, delay_s=0.3)
+    try:
+        p = fault_run(kgym, d, gym, tmp_path / "rl")
+        deadline = time.time() + 600
+        while len(gym.posts()) < 9 and p.poll() is None and time.time() < deadline:  # step 2's third evaluation
+            time.sleep(0.05)
+        gym.kill()
+        time.sleep(2)
+        gym.start()
+        finish(p)
+    finally:
+        gym.kill()
+    assert_same_metrics(metrics(tmp_path / "rl" / "metrics.jsonl"), uninterrupted[0])
+    check_rollouts_rewarded_once(tmp_path / "rl")
