@@ -6,6 +6,7 @@ SCM_RIGHTS with the 12-byte prefix; the header then says "regions": n. Received 
 header["_fds"] (local only, never sent back)."""
 import array
 import json
+import math
 import socket
 import struct
 
@@ -31,11 +32,30 @@ def _recv_exact(sock, n, into=None):
     return buf
 
 
+def _finite(v):
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
+def _encode(header):
+    """The header as strict JSON: a non-finite float (which json.dumps writes as NaN, which the supervisor's parser
+    rightly refuses as a malformed header) becomes null."""
+    try:
+        return json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
+    except ValueError:
+        return json.dumps(_finite(header), separators=(",", ":"), allow_nan=False).encode()
+
+
 def send(sock, header, payload=b"", fds=()):
     fds = list(fds)
     if fds:
         header = dict(header, **{Field.REGIONS: len(fds)})
-    h = json.dumps(header, separators=(",", ":")).encode()
+    h = _encode(header)
     prefix = _HDR.pack(len(h), len(payload))
     if fds:
         sent = sock.sendmsg([prefix], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
