@@ -309,10 +309,9 @@ class Learner:
             optim = self.cfg["actor"]["optim"]
             self.build_optimizer(optim, int(optim.get("warmup_steps", 0)), total_steps, "constant")
 
-    def apply_gradients(self, clip, fault=None):
+    def apply_gradients(self, clip):
         """After the backward passes of a step: gradients summed over ranks, clipped to `clip` (global norm), one
-        optimizer and scheduler step unless the norm is not finite; gradients cleared. Returns (norm, lr, stepped).
-        `fault`: the fault point (faults.py) hit between the optimizer's step and anyone being told of it."""
+        optimizer and scheduler step unless the norm is not finite; gradients cleared. Returns (norm, lr, stepped)."""
         params = grad_params(self.optimizer, self.policy.model.parameters())
         self.ranks.reduce_grads(params)
         grad_norm = self.ranks.clip_grad_norm(params, clip)
@@ -320,8 +319,6 @@ class Learner:
         stepped = math.isfinite(grad_norm)
         if stepped:
             self.optimizer.step()
-            if fault:
-                faults.die_if_hit(fault)  # the weights moved and nobody was told
             self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.note_memory()
@@ -408,8 +405,9 @@ class Learner:
             self.optimizer.zero_grad(set_to_none=True)
             metrics["actor/skipped"] = 1
             return metrics
-        grad_norm, lr, stepped = self.apply_gradients(float(actor["optim"]["clip_grad"]), fault="learner.train_step")
+        grad_norm, lr, stepped = self.apply_gradients(float(actor["optim"]["clip_grad"]))
         if stepped:
+            faults.die_if_hit("learner.train_step")  # the weights moved and nobody was told
             self.version += 1
         else:
             metrics["actor/grad_norm_nonfinite"] = 1

@@ -137,7 +137,9 @@ std::map<std::string, double> SensitiveLevels(const nlohmann::json& levels, int 
 }
 
 // The class of an output past its budget: what its storage shows, else the sensitive level of the reference nearest
-// to its error (log scale), else "below_<own>".
+// to its error (log scale), else "below_<own>". The fp16 level (autocast) is TF32's operand rounding (both keep 10
+// mantissa bits) plus an fp16 output: for an output not stored as fp16 it is a second measure of the TF32 level where
+// that stands out too (a Triton tl.dot in TF32 lay nearest the fp16 level on an H100 and was called fp16).
 std::string ClassPastBudget(double err, double bf16_share, double fp16_share, DType d,
                             const std::map<std::string, double>& levels) {
   if (d == DType::kFloat32 && bf16_share >= kStorageShare) return "bf16";
@@ -148,7 +150,7 @@ std::string ClassPastBudget(double err, double bf16_share, double fp16_share, DT
     const double dist = err > 0 ? std::fabs(std::log(err / level)) : 1e300;
     if (dist < best_d) {
       best_d = dist;
-      best = name;
+      best = name == "fp16" && levels.count("tf32") ? "tf32" : name;
     }
   }
   return best.empty() ? std::string("below_") + OwnClass(d) : best;

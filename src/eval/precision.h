@@ -21,7 +21,9 @@
 //   either way, outputs that are all exactly bf16 or fp16 values (rounded through that type on their way out: the
 //   storage signature, kStorageShare of them) with an error past the dtype's floor are past the budget.
 //   Within the budget: the output's own class ("fp32": fp32-faithful). Past it: the storage's class, else the
-//   sensitive level nearest to the error in log scale ("tf32", "fp16", "bf16"), else "below_fp32".
+//   sensitive level nearest to the error in log scale ("tf32", "fp16", "bf16"; the fp16 level names "tf32" where a
+//   TF32 level stands out too: both keep 10 mantissa bits, and only an fp16 output tells them apart), else
+//   "below_fp32".
 // Calibration (bench/precision/calibrate.py, bench/results/precision-calibration-*.json): honest fp32 rewrites of
 // the level-1/2 tasks (other reduction orders, tiled GEMMs, blocked convolutions and sums, einsum, var_mean forms)
 // reach at most 2.8x the reference's own error; operands rounded to TF32 / fp16 / bf16 reach 300x..2.3e4x it, and at

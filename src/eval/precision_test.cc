@@ -114,6 +114,15 @@ TEST(PrecisionTest, Tf32AndBf16AreClassedByTheReferencesOwnLevels) {
   EXPECT_NEAR(tf32.error_ratio, 475, 1);
   PrecisionJudgement bf16 = JudgePrecision({One(2.8e-3, 1.6e-6)}, levels);
   EXPECT_EQ(bf16.cls, "bf16");
+  // Nearer the fp16 level than the TF32 one (H100: Triton's TF32 tl.dot against cuBLAS's TF32), output not stored
+  // as fp16: 10-bit operands with an fp32 output, TF32-level; stored as fp16, fp16-level.
+  const nlohmann::json h100 = {{"tf32", {2.1e-4}}, {"fp16", {8.0e-4}}, {"bf16", {2.6e-3}}};
+  EXPECT_EQ(JudgePrecision({One(7.6e-4, 1.6e-6)}, h100).cls, "tf32");
+  std::vector<OutputPrecision> stored = One(7.6e-4, 1.6e-6);
+  stored[0].candidate.fp16_share = 1.0;
+  EXPECT_EQ(JudgePrecision({stored}, h100).cls, "fp16");
+  // No TF32 level (a problem whose matmuls TF32 does not touch): the fp16 level still classes.
+  EXPECT_EQ(JudgePrecision({One(7.6e-4, 1.6e-6)}, {{"fp16", {8.0e-4}}, {"bf16", {2.6e-3}}}).cls, "fp16");
   // Levels that do not stand out (no GEMM in the problem): the loose floor, and past it, with no storage signature,
   // "below_fp32".
   const nlohmann::json flat = {{"tf32", {1.7e-6}}, {"fp16", {1.6e-6}}, {"bf16", {1.6e-6}}};

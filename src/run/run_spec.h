@@ -46,7 +46,7 @@ struct GymSpec {
   bool compat = false;  // in-process evaluator: KernelGYM's status semantics in the results
   int eval_concurrency = 4;
   double retry_window_s = 0;  // gym.server: a request failing in passing is sent again for this long (0: max_retries)
-  GymSpec() {  // Dr.Kernel's eval scripts' 10 timed calls, and room for a slow candidate
+  GymSpec() {                 // Dr.Kernel's eval scripts' 10 timed calls, and room for a slow candidate
     request.num_perf_trials = 10;
     request.timeout_s = 600;
   }

@@ -145,8 +145,8 @@ Status WorkerSession::Recv(Clock::time_point deadline, Frame* out) {
     auto slice = std::min(due, now + std::chrono::milliseconds(200));
     pollfd pfd{chan_, POLLIN, 0};
     int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(slice - now).count()) + 1;
-    if (::poll(&pfd, 1, ms) > 0) return RecvFrame(chan_, std::max(Due(deadline), now + std::chrono::seconds(1)), out,
-                                           fault_scope_);
+    if (::poll(&pfd, 1, ms) > 0)
+      return RecvFrame(chan_, std::max(Due(deadline), now + std::chrono::seconds(1)), out, fault_scope_);
   }
 }
 

@@ -117,8 +117,11 @@ def test_rl_moves_the_policy_to_the_fast_answer_and_resumes(kgym, bandit, tmp_pa
                 "rollout/solution/fast", "rollout/correct_rate", "policy/version"):
         assert key in m[0], key
     fast = [r["rollout/solution/fast"] for r in m]
-    assert sum(fast[-3:]) / 3 >= sum(fast[:3]) / 3 + 0.2, fast
-    assert sum(fast[-3:]) / 3 >= 0.75, fast
+    # Shares of 8 samples a step: a window of 3 steps (24 samples) has a standard deviation near 0.09 at a true share
+    # of 0.75, so it is judged on the last 6 (48 samples, ~0.06); the first 3 steps sit near 1/3 (the SFT mix).
+    late = sum(fast[-6:]) / 6
+    assert late >= sum(fast[:3]) / 3 + 0.25, fast
+    assert late >= 0.65, fast
     # fp32 engine and learner: the rollout's log-probs are the learner's (MRS keeps everything).
     assert max(r["mismatch/abs_max"] for r in m) < 1e-3
     assert min(r["mrs/keep_frac"] for r in m) == 1.0
