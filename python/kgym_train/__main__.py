@@ -79,6 +79,9 @@ def _run(a):
     model = os.path.join(a.resume, "model") if a.resume else a.model
     train = a.train or bool(a.resume)
     learner = Learner(cfg, model_path=model, train=train)
+    response = int(cfg.get("rollout", {}).get("response_length") or 0)
+    if train and response:  # a turn's reply after a prompt of one token at least (longer prompts are left-truncated)
+        learner.check_context("rollout.response_length", response, response + 1, room=1)
     if train:
         learner.ensure_optimizer()
     purge_step = None  # resumed: the TensorBoard events of the steps done again are dropped, not shown twice

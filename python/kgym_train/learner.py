@@ -137,16 +137,16 @@ class Learner:
             return int(conf.max_position_embeddings)
         return int(m.cfg["max_position_embeddings"])
 
-    def check_context(self, key, value, longest):
+    def check_context(self, key, value, longest, room=0):
         """Refuses, before any step, sequences the model has no positions for: the longest is `longest` tokens, as
-        the setting `key` (= `value`) left it."""
+        the setting `key` (= `value`) left it; `room`: the tokens such a sequence needs beside `value`'s."""
         positions = self.max_context()
         if longest > positions:
             where = os.path.join(self.model_source, "config.json") if self.model_source else \
                 "model.init.max_position_embeddings"
             raise UserError(f"{key} is {value} but the model has {positions} positions ({where}) and the longest "
-                            f"sequence has {longest} tokens: set {key} to {positions} or less, or use a model with "
-                            "longer context")
+                            f"sequence has {longest} tokens: set {key} to {positions - room} or less, or use a model "
+                            "with longer context")
 
     # ---- several processes: rank 0 relays its operations ----------------------------------------------------------
     RELAYED = ("generate", "logprobs", "ppo_step", "save", "save_weights", "load_weights")

@@ -135,6 +135,18 @@ def test_rl_moves_the_policy_to_the_fast_answer_and_resumes(kgym, bandit, tmp_pa
     assert [r["step"] for r in metrics(out / "metrics.jsonl")][-2:] == [13, 14]
 
 
+def test_a_response_past_the_models_positions_is_refused_before_training(kgym, bandit, tmp_path):
+    d, gym = bandit
+    posts = len(gym.posts)
+    p = subprocess.run([kgym, "train"] + rl_args(d, gym, tmp_path / "rl", 2, "rollout.response_length=4096"),
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert p.returncode != 0
+    assert "Traceback" not in p.stderr and "internal error" not in p.stderr.lower(), p.stderr[-3000:]
+    assert "rollout.response_length is 4096 but the model has 2048 positions" in p.stderr, p.stderr[-3000:]
+    assert "set rollout.response_length to 2047 or less" in p.stderr, p.stderr[-3000:]
+    assert len(gym.posts) == posts and not (tmp_path / "rl" / "metrics.jsonl").exists()  # nothing rolled out
+
+
 def test_weights_pushed_to_an_external_engine(kgym, bandit, tmp_path):
     d, gym = bandit
     out = tmp_path / "ext"

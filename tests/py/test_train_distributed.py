@@ -32,7 +32,8 @@ TORCHRUN = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "
 
 def _config(kgym, tmp_path, *extra):
     return resolved_config(kgym, "train", str(tmp_path / "cfg.json"),
-                           TINY + ["actor.optim.name=sgd", "actor.optim.lr=0.1", f"trainer.out_dir={tmp_path}/run"]
+                           TINY + ["actor.optim.name=sgd", "actor.optim.lr=0.1", f"trainer.out_dir={tmp_path}/run",
+                                   "rollout.response_length=64"]
                            + list(extra))
 
 
