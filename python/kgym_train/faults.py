@@ -10,7 +10,7 @@ import os
 import sys
 import threading
 
-POINTS = {"learner.train_step": ("exit",)}
+POINTS = {"learner.train_step": ("exit",), "learner.grad": ("nonfinite",)}
 
 _lock = threading.Lock()
 _entries = None  # point -> [entry dicts], read from the environment at the first hit

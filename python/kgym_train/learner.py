@@ -315,6 +315,8 @@ class Learner:
         params = grad_params(self.optimizer, self.policy.model.parameters())
         self.ranks.reduce_grads(params)
         grad_norm = self.ranks.clip_grad_norm(params, clip)
+        if faults.hit("learner.grad") == "nonfinite":
+            grad_norm = float("nan")  # as a step whose loss overflowed
         lr = self.optimizer.param_groups[0]["lr"]
         stepped = math.isfinite(grad_norm)
         if stepped:

@@ -1,7 +1,8 @@
 """The learner's HTTP protocol, as the learner serves it.
 
 Mirrors src/train/learner_protocol.h, which kgym's trainer (C++) speaks; tests/py/test_train_protocol.py checks
-that the two define the same paths and fields. Every body is JSON.
+that the two define the same paths and fields. Every body is strict JSON: a number that is not finite (a skipped
+step's gradient norm or loss) travels as null, never as NaN or Infinity, which the trainer's parser refuses.
 
   GET  /health                     -> {status, policy_version, model, device}
   GET  /v1/models                  -> OpenAI model list

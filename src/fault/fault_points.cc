@@ -57,6 +57,9 @@ const std::vector<PointInfo>& Points() {
        "the learner from the newest checkpoint and does the steps after it again"},
       {"learner.train_step", "exit", "python/kgym_train/server.py (the learner's train step)",
        "the learner process dies in the middle of a PPO step: as learner.request"},
+      {"learner.grad", "nonfinite", "python/kgym_train/learner.py Learner.apply_gradients",
+       "a step's gradient norm is not finite: the learner skips the optimizer step (actor/grad_norm_nonfinite, the "
+       "norm and loss null in its strict-JSON reply) and the run goes on"},
       {"gym.request", "reset 500 slow", "agent/eval_backend_http.cc (the trainer's and agent's gym client)",
        "a POST /evaluate's reply is lost after the gym got it: connection reset, HTTP 500, or no answer within the "
        "client's timeout (slow): the client asks again with the same task_id, so the gym's answer is the one "

@@ -1,6 +1,7 @@
 // The learner's HTTP protocol as kgym's trainer speaks it. The learner (python/kgym_train/protocol.py, which
 // documents each endpoint's body) is its other half; tests/py/test_train_protocol.py checks that the two define
-// the same paths and fields, name for name (kPathHealth <-> PATH_HEALTH).
+// the same paths and fields, name for name (kPathHealth <-> PATH_HEALTH). Bodies are strict JSON: a number that is not
+// finite (a skipped step's gradient norm) comes as null.
 #pragma once
 
 namespace kgym::train::protocol {

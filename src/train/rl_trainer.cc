@@ -1,5 +1,6 @@
 #include "train/rl_trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -174,7 +175,10 @@ Status RlTrainer::LearnerLogprobs(const TrainBatch& b, std::vector<std::vector<d
     const auto& got = r[P::kFieldRows];
     if (!got.is_array() || got.size() != asked.size()) return Status::Internal("the learner returned the wrong rows");
     for (size_t k = 0; k < asked.size(); ++k) {
-      std::vector<double> lp = got[k][P::kFieldLogprobs].get<std::vector<double>>();
+      const auto& row = got[k][P::kFieldLogprobs];
+      if (!row.is_array() || !std::all_of(row.begin(), row.end(), [](const auto& x) { return x.is_number(); }))
+        return Status::Internal("the learner returned log-probs that are not all finite numbers");
+      std::vector<double> lp = row.get<std::vector<double>>();
       if (lp.size() != (*out)[asked[k]].size()) return Status::Internal("the learner returned the wrong token count");
       (*out)[asked[k]] = std::move(lp);
     }

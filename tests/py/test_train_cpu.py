@@ -297,6 +297,30 @@ def test_learner_fails_mid_step_and_training_resumes_to_the_same_metrics(kgym, b
     check_rollouts_rewarded_once(tmp_path / "rl")
 
 
+def test_a_step_whose_gradient_is_not_finite_is_skipped_and_the_run_goes_on(kgym, bandit, uninterrupted, tmp_path):
+    """Step 2's gradient norm is NaN (fault learner.grad): the learner skips its optimizer step and says so in strict
+    JSON. Written as NaN, the reply was taken for garbage and the learner restarted to the same step, again and again.
+    Step 1 is the uninterrupted run's; the policy does not move at step 2; nothing is restarted."""
+    d, _ = bandit
+    gym = GymProcess(tmp_path)
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    try:
+        err = finish(fault_run(kgym, d, gym, tmp_path / "rl", {"KGYM_FAULTS": "learner.grad@2",
+                                                                "KGYM_FAULTS_DIR": str(faults)}))
+    finally:
+        gym.kill()
+    assert os.listdir(faults) == ["learner.grad@2"], err[-3000:]
+    assert "restarting" not in err, err[-3000:]
+    m = metrics(tmp_path / "rl" / "metrics.jsonl")
+    assert [r["step"] for r in m] == list(range(1, FAULT_STEPS + 1))
+    assert comparable(m)[0] == pytest.approx(comparable(uninterrupted[0])[0])
+    assert m[1]["actor/grad_norm_nonfinite"] == 1 and m[1]["actor/grad_norm"] is None
+    assert "actor/grad_norm_nonfinite" not in m[0] and "actor/grad_norm_nonfinite" not in m[2]
+    versions = [r["policy/version"] for r in m]
+    assert versions[1] == versions[0] and versions[2] == versions[0] + 1, versions  # step 2 moved nothing
+
+
 @pytest.mark.parametrize("spec", ["gym.request@8:reset", "gym.request@8:500", "gym.request@8:slow"])
 def test_gym_request_fails_and_is_asked_again(kgym, bandit, uninterrupted, tmp_path, spec):
     """A reply of the gym lost on the way (reset, 500, no answer in time): the trainer asks again with the same
