@@ -4,10 +4,11 @@ in a TensorBoard log under <out_dir>/tensorboard. Keys are flat and namespaced w
 For `kgym train` the trainer (C++) writes metrics.jsonl itself and sends each step here only for TensorBoard
 (MetricsLog(out_dir, jsonl=False)).
 """
-import json
 import math
 import os
 import time
+
+from .protocol import dumps
 
 
 class MetricsLog:
@@ -27,7 +28,7 @@ class MetricsLog:
         rec = {"step": int(step), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         rec.update({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
         if self.file is not None:
-            self.file.write(json.dumps(rec) + "\n")
+            self.file.write(dumps(rec) + "\n")
             self.file.flush()
             os.fsync(self.file.fileno())
         self.scalars(step, metrics)

@@ -23,6 +23,9 @@ step's gradient norm or loss) travels as null, never as NaN or Infinity, which t
                                    external engine is told to load pushed weights; the learner serves it too)
   POST /kgym/shutdown              -> {}   (the server stops after replying)
 """
+import json
+import math
+
 
 PATH_HEALTH = "/health"
 PATH_MODELS = "/v1/models"
@@ -61,3 +64,23 @@ READY_LINE = "KGYM_LEARNER_READY"
 # process exits with EXIT_USER_ERROR, which kgym reports as the user's error (never as an internal one).
 ARG_ERROR_FILE = "--error-file"
 EXIT_USER_ERROR = 3
+
+
+def _finite(v):
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
+
+
+def dumps(obj):
+    """obj as strict JSON, a non-finite number as null: the learner's replies and its metrics files. (A skipped step's
+    NaN gradient norm, written as json.dumps writes it, made the trainer take the reply for garbage and restart the
+    learner to the same step.)"""
+    try:
+        return json.dumps(obj, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(obj), allow_nan=False)

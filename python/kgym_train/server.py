@@ -11,7 +11,6 @@ Every GPU operation (an engine chunk, a generation batch, log-probs, a train ste
 the learner's lock, so they never interleave. Prompts longer than the context are refused with HTTP 400.
 """
 import json
-import math
 import queue
 import threading
 import time
@@ -153,25 +152,6 @@ class EngineLoop:
                 r.done.set()
 
 
-def _finite(v):
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_finite(x) for x in v]
-    return v
-
-
-def _strict_json(obj):
-    """obj as strict JSON (protocol.py): a skipped step's NaN gradient norm, written as json.dumps writes it, made the
-    trainer take the learner's reply for garbage and restart it from its checkpoint, to the same step again."""
-    try:
-        return json.dumps(obj, allow_nan=False)
-    except ValueError:
-        return json.dumps(_finite(obj), allow_nan=False)
-
-
 class _Listener(ThreadingHTTPServer):
     """A listen backlog for a trainer's whole batch: socketserver's default of 5 pending connections reset the
     connections of a step's 256 simultaneous chat requests, which the trainer's client then retried after a
@@ -223,7 +203,7 @@ class LearnerServer:
 
     # ---- plumbing ---------------------------------------------------------------------------------------------------
     def _reply(self, h, status, obj):
-        data = _strict_json(obj).encode()
+        data = P.dumps(obj).encode()
         h.send_response(status)
         h.send_header("Content-Type", "application/json")
         h.send_header("Content-Length", str(len(data)))
