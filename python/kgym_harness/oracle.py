@@ -142,8 +142,7 @@ class Oracle:
                 got = flat if ix.numel() == 0 else flat[ix]
                 den = float((v * v).sum())
                 num = float(((got - v) ** 2).sum())
-                err = (num / den) ** 0.5 if den > 0 else num ** 0.5
-                errs.append(err if err == err and err != float("inf") else None)  # JSON has no NaN
+                errs.append((num / den) ** 0.5 if den > 0 else num ** 0.5)
             levels[level] = errs
         return levels
 
