@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from . import protocol as P
 from .metrics import MetricsLog
-from .rollout import Request
+from .rollout import Request, sample_seed
 
 
 class BadRequest(Exception):
@@ -119,7 +119,7 @@ class EngineLoop:
     def submit_many(self, prompt, params, n):
         seed = params["seed"]
         reqs = [Request(prompt, params["max_tokens"], params["temperature"], params["top_p"], params["top_k"],
-                        None if seed is None else seed * 1000003 + k, params.get("stop")) for k in range(n)]
+                        sample_seed(seed, k), params.get("stop")) for k in range(n)]
         with self.wake:
             self.engine.submit(reqs)
             self.wake.notify()
@@ -257,9 +257,10 @@ class LearnerServer:
         if n < 1 or n > 64:
             raise BadRequest("'n' must be in 1..64")
         prompt = self.learner.renderer.prompt_ids(messages)
-        room = (self.engine_loop.engine.max_len if self.engine_loop else self.learner.max_context()) - len(prompt)
+        context = self.engine_loop.engine.max_len if self.engine_loop else self.learner.max_context()
+        room = context - len(prompt)
         if room <= 0:
-            raise BadRequest(f"the prompt has {len(prompt)} tokens, the context holds {self.learner.max_context()}")
+            raise BadRequest(f"the prompt has {len(prompt)} tokens, the context holds {context}")
         max_tokens = _field(body, "max_tokens", int, None) or _field(body, "max_completion_tokens", int, room)
         if max_tokens < 1:
             raise BadRequest("'max_tokens' must be >= 1")
