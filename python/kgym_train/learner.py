@@ -30,7 +30,7 @@ from .losses import (aggregate, aggregate_norm, dual_clip_token_loss, micro_batc
                      risky_tokens)
 from .decoder import view_of
 from .models import Policy
-from .rollout import Request, RolloutEngine, kv_bytes_per_token
+from .rollout import Request, RolloutEngine, kv_bytes_per_token, sample_seed
 from .precision import MasterWeights, describe, grad_params, memory_plan, scheduled
 from .tokenizer import load_tokenizer, train_tokenizer
 
@@ -181,8 +181,7 @@ class Learner:
         mine = self.ranks.share([len(p) for p in prompts])
         if self.ranks.sharding == "fsdp2" or self.cfg.get("rollout", {}).get("local_engine", "kgym") == "generate":
             return self._generate_reference(prompts, mine, max_new_tokens, temperature, top_p, top_k, seed)
-        reqs = [Request(prompts[i], max_new_tokens, temperature, top_p, top_k,
-                        None if seed is None else int(seed) * 1000003 + i) for i in mine]
+        reqs = [Request(prompts[i], max_new_tokens, temperature, top_p, top_k, sample_seed(seed, i)) for i in mine]
         self.rollout_engine().generate(reqs)
         outs = [(r.tokens, r.logprobs, r.finish_reason) for r in reqs]
         return _assemble(len(prompts), self.ranks.gather(list(zip(mine, outs))))

@@ -42,6 +42,12 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 320, 38
 LENGTH_QUANTUM = 256  # cache-length buckets are multiples of this (and max_len itself)
 
 
+def sample_seed(seed, k):
+    """The seed of the k-th sequence of a request seeded `seed` (None: unseeded): each sequence samples from its own
+    seed, so its tokens depend neither on the batch it runs in nor on the ranks that share the batch."""
+    return None if seed is None else int(seed) * 1000003 + k
+
+
 class Request:
     """One sequence to sample. `prompt` a list of ids; `stop` a list of strings; `seed` any int (None: from the
     engine's counter). Filled in by the engine: tokens, logprobs, finish_reason ("stop" | "length"), text_end (the
