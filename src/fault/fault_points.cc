@@ -55,7 +55,7 @@ const std::vector<PointInfo>& Points() {
       {"learner.request", "kill garbage", "train/learner_process.cc LearnerProcess::Call",
        "the learner is killed as a request goes out (kill) or its reply is not JSON (garbage): kgym train restarts "
        "the learner from the newest checkpoint and does the steps after it again"},
-      {"learner.train_step", "exit", "python/kgym_train/server.py (the learner's train step)",
+      {"learner.train_step", "exit", "python/kgym_train/learner.py Learner._ppo_step, after the optimizer step",
        "the learner process dies in the middle of a PPO step: as learner.request"},
       {"learner.grad", "nonfinite", "python/kgym_train/learner.py Learner.apply_gradients",
        "a step's gradient norm is not finite: the learner skips the optimizer step (actor/grad_norm_nonfinite, the "

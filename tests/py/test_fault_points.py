@@ -16,6 +16,16 @@ def listed():
     return {m.group(1): m.group(2).split() for m in re.finditer(r'\{"([a-z_.]+)", "([a-z0-9 ]+)",', text)}
 
 
+def sites():
+    """Each point's stated site: the file its `where` names first (under src/, or python/...)."""
+    text = open(os.path.join(ROOT, "src", "fault", "fault_points.cc")).read()
+    out = {}
+    for m in re.finditer(r'\{"([a-z_.]+)", "[a-z0-9 ]+",\s*"([^"]*)"', text):
+        path = m.group(2).split()[0].rstrip(",")
+        out[m.group(1)] = path if path.startswith("python/") else os.path.join("src", path)
+    return out
+
+
 def sources(sub, exts):
     for d, _, files in os.walk(os.path.join(ROOT, sub)):
         for f in files:
@@ -44,6 +54,20 @@ def test_every_point_is_listed_and_checked():
     sites, unlisted = checked(points)
     assert unlisted == set(), "checked but not listed"
     assert set(points) - sites == set(), "listed but checked nowhere"
+
+
+def test_each_point_is_checked_where_the_table_says():
+    """The table's `where` is what a reader follows to the site: the file it names (or that file's header, where a
+    point's name is a default argument) checks the point (learner.train_step was said to be in server.py)."""
+    stated = sites()
+    assert set(stated) == set(listed())
+    wrong = []
+    for name, path in stated.items():
+        files = [path] + ([path[:-3] + ".h"] if path.endswith(".cc") else [])
+        texts = [open(os.path.join(ROOT, f)).read() for f in files if os.path.exists(os.path.join(ROOT, f))]
+        if not any(f'"{name}"' in t for t in texts):
+            wrong.append(f"{name}: {path}")
+    assert not wrong, "the stated site does not check the point: " + ", ".join(wrong)
 
 
 def test_the_learners_points_are_the_listed_ones():
