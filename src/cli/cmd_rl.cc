@@ -9,6 +9,7 @@
 #include "cli/command_registry.h"
 #include "cli/shared_flags.h"
 #include "rl/jsonl_rows.h"
+#include "run/run_params.h"
 
 namespace {
 
@@ -35,7 +36,7 @@ struct RlFlags {
   bool all_turns = false;
   // reward
   std::string reward_fn = "speedup", coverage_type = "time_coverage";
-  bool no_coverage = false;
+  bool coverage = true;  // on here (rows are scored as the RL recipe does); the agent's --reward-coverage is off
   double coverage_weight = 0.5, upper_bound = 3.0, lower_bound = 0.0;
 };
 
@@ -116,8 +117,23 @@ KGYM_REGISTER_COMMAND(
 
       CLI::App* rew = sub->add_subcommand("reward", "Dr.Kernel reward of KernelGYM result rows");
       AddIo(rew, f.get());
-      rew->add_option("--fn", f->reward_fn, "speedup | weighted | like_kernel | paper_eq8 (or calculate_reward_*)");
-      rew->add_flag("--no-coverage", f->no_coverage, "disable the coverage (PR) term (the eval scripts' setting)");
+      // The names of the run parameters (run/run_params.h): --reward and --reward-coverage mean here what they mean
+      // in `kgym agent`; only the defaults differ (coverage on: the RL recipe's rows).
+      kgym::cli::AddSharedOption(rew, "--reward", &f->reward_fn,
+                                 "speedup | weighted | like_kernel | paper_eq8 (or calculate_reward_*)");
+      rew->add_flag("--reward-coverage,!--no-reward-coverage", f->coverage,
+                    kgym::cli::FlagConcept("--reward-coverage") +
+                        ": on here by default; --no-reward-coverage drops it (the eval scripts' setting)");
+      // Old names (issue 38: one name per concept in `kgym rl`).
+      kgym::run::AddOldFlag(rew, "--fn", "--reward", &f->reward_fn);
+      rew->add_flag_callback(
+             "--no-coverage",
+             [rew, f] {
+               f->coverage = false;
+               kgym::run::SayNewName(rew, "--no-coverage", "--no-reward-coverage", "");
+             },
+             "old name of --reward-coverage (given as --no-reward-coverage)")
+          ->group("");
       rew->add_option("--coverage-weight", f->coverage_weight, "weight of the coverage term");
       rew->add_option("--coverage-type", f->coverage_type, "time_coverage | number_coverage")
           ->check(CLI::IsMember({"time_coverage", "number_coverage"}));
@@ -172,7 +188,7 @@ KGYM_REGISTER_COMMAND(
             std::fprintf(stderr, "kgym rl: %s\n", s.message().c_str());
             return 2;
           }
-          c.coverage_enable = !f->no_coverage;
+          c.coverage_enable = f->coverage;
           c.coverage_weight = f->coverage_weight;
           c.coverage_type = f->coverage_type == "number_coverage" ? CoverageType::kNumber : CoverageType::kTime;
           c.speedup_reward_upper_bound = f->upper_bound;

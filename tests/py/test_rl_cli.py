@@ -78,10 +78,25 @@ def test_filter_and_reward():
     assert [o["group_keep"] for o in out] == [0, 0, 1, 1]
     res = [{"status": "completed", "compiled": True, "correctness": True, "speedup": 4.0},
            {"status": "failed", "error_message": "compile"}]
-    out, _ = run(["reward", "--fn", "calculate_reward_speedup"], res)
+    out, _ = run(["reward", "--reward", "calculate_reward_speedup"], res)
     assert [o["reward"] for o in out] == pytest.approx([2.0, 0.0])
-    out, _ = run(["reward", "--fn", "like_kernel"], res)
+    out, _ = run(["reward", "--reward", "like_kernel"], res)
     assert [o["reward"] for o in out] == pytest.approx([1.0, -1.0])
+
+
+def test_reward_names_are_the_run_parameters_and_the_old_ones_say_so():
+    """`kgym rl reward` names its function and its coverage term as every other command does (--reward,
+    --reward-coverage); --fn and --no-coverage still work and say their new names."""
+    res = [{"status": "completed", "compiled": True, "correctness": True, "speedup": 4.0,
+            "metadata": {"custom_kernel_cuda_time_in_profiling_us": 30.0,
+                         "total_kernel_run_time_in_profiling_us": 100.0}}]
+    with_cov, _ = run(["reward", "--reward", "speedup"], res)
+    without, _ = run(["reward", "--reward", "speedup", "--no-reward-coverage"], res)
+    assert with_cov[0]["reward"] != without[0]["reward"]  # the term is on by default here, and the flag drops it
+    old, err = run(["reward", "--fn", "speedup", "--no-coverage"], res)
+    assert old == without
+    assert "kgym rl reward: --fn is now --reward" in err
+    assert "kgym rl reward: --no-coverage is now --no-reward-coverage" in err
 
 
 def test_bad_input_names_row_and_field():
