@@ -23,6 +23,7 @@ import time
 import torch
 
 from . import checkpoint, faults
+from . import protocol as P
 from .chat import ChatRenderer
 from .distributed import Ranks
 from .errors import UserError
@@ -272,20 +273,20 @@ class Learner:
     @torch.no_grad()
     def _logprobs(self, rows, with_entropy):
         self.policy.model.eval()
-        fitted = [self._fit(r["prompt_ids"], r["response_ids"]) for r in rows]
+        fitted = [self._fit(r[P.FIELD_PROMPT_IDS], r[P.FIELD_RESPONSE_IDS]) for r in rows]
         found = []
-        lengths = [len(p) + len(r["response_ids"]) for (p, _), r in zip(fitted, rows)]
+        lengths = [len(p) + len(r[P.FIELD_RESPONSE_IDS]) for (p, _), r in zip(fitted, rows)]
         for mb in self._my_micro_batches(lengths):
             if mb is None:
                 response_logprobs(self.policy, *self._dummy_rows(), self.autocast)
                 continue
             prompts = [fitted[i][0] for i in mb]
-            responses = [rows[i]["response_ids"] for i in mb]
+            responses = [rows[i][P.FIELD_RESPONSE_IDS] for i in mb]
             logp, ent, _ = response_logprobs(self.policy, prompts, responses, self.autocast, with_entropy)
             for k, i in enumerate(mb):
                 n = len(responses[k])
-                found.append((i, {"logprobs": logp[k, :n].tolist(),
-                                  "entropy": ent[k, :n].tolist() if ent is not None else []}))
+                found.append((i, {P.FIELD_LOGPROBS: logp[k, :n].tolist(),
+                                  P.FIELD_ENTROPY: ent[k, :n].tolist() if ent is not None else []}))
         return _assemble(len(rows), self.ranks.gather(found)), sum(1 for _, t in fitted if t)
 
     def build_optimizer(self, optim, warmup_steps, total_steps, kind):
@@ -348,9 +349,10 @@ class Learner:
         """One optimizer step of the dual-clip policy loss over `rows` (each: prompt_ids, response_ids, advantage,
         old_logprobs, token_mask). Returns the step's metrics."""
         for i, r in enumerate(rows):
-            n = len(r["response_ids"])
-            if len(r["old_logprobs"]) != n or len(r["token_mask"]) != n:
-                raise ValueError(f"rows[{i}]: old_logprobs and token_mask need one entry per response token ({n})")
+            n = len(r[P.FIELD_RESPONSE_IDS])
+            if len(r[P.FIELD_OLD_LOGPROBS]) != n or len(r[P.FIELD_TOKEN_MASK]) != n:
+                raise ValueError(f"rows[{i}]: {P.FIELD_OLD_LOGPROBS} and {P.FIELD_TOKEN_MASK} need one entry per "
+                                 f"response token ({n})")
         self._relay("ppo_step", rows)
         return self._ppo_step(rows)
 
@@ -362,14 +364,14 @@ class Learner:
             (logp.sum() * 0.0).backward()
             return
         logp, ent, valid = response_logprobs(self.policy, [fitted[i][0] for i in mb],
-                                             [rows[i]["response_ids"] for i in mb], self.autocast, with_entropy=True)
+                                             [rows[i][P.FIELD_RESPONSE_IDS] for i in mb], self.autocast, with_entropy=True)
         old = torch.zeros_like(logp)
         mask = torch.zeros_like(valid)
         for k, i in enumerate(mb):
-            n = len(rows[i]["response_ids"])
-            old[k, :n] = torch.tensor(rows[i]["old_logprobs"], dtype=torch.float32)
-            mask[k, :n] = torch.tensor(rows[i]["token_mask"], dtype=torch.bool)
-        adv = torch.tensor([float(rows[i]["advantage"]) for i in mb], dtype=torch.float32, device=logp.device)
+            n = len(rows[i][P.FIELD_RESPONSE_IDS])
+            old[k, :n] = torch.tensor(rows[i][P.FIELD_OLD_LOGPROBS], dtype=torch.float32)
+            mask[k, :n] = torch.tensor(rows[i][P.FIELD_TOKEN_MASK], dtype=torch.bool)
+        adv = torch.tensor([float(rows[i][P.FIELD_ADVANTAGE]) for i in mb], dtype=torch.float32, device=logp.device)
         risky = risky_tokens(old, adv, actor.get("extreme_risk_prob_threshold"))
         sums["risky"] += float((risky & mask).sum())
         mask = mask & ~risky
@@ -380,7 +382,7 @@ class Learner:
         sums["loss"] += float(loss.detach())
         for key in ("clip_upper", "clip_lower", "clip_dual", "kl"):
             sums[key] += float(st[key].sum())
-        sums["entropy"] += float((ent * mask).sum())
+        sums["token_entropy"] += float((ent * mask).sum())
         sums["tokens"] += float(mask.sum())
 
     def _ppo_step(self, rows):
@@ -388,14 +390,14 @@ class Learner:
         actor = self.cfg["actor"]
         self.ensure_optimizer()
         mode = actor.get("loss_agg_mode", "seq-mean-token-sum")
-        norm = aggregate_norm([r["token_mask"] for r in rows], mode)  # global: every rank sees every row
+        norm = aggregate_norm([r[P.FIELD_TOKEN_MASK] for r in rows], mode)  # global: every rank sees every row
         self.policy.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        keys = ("loss", "clip_upper", "clip_lower", "clip_dual", "kl", "entropy", "risky", "tokens")
+        keys = ("loss", "clip_upper", "clip_lower", "clip_dual", "kl", "token_entropy", "risky", "tokens")
         sums = dict.fromkeys(keys, 0.0)
-        fitted = [self._fit(r["prompt_ids"], r["response_ids"]) for r in rows]
-        lengths = [len(p) + len(r["response_ids"]) for (p, _), r in zip(fitted, rows)]
-        micro = self._my_micro_batches(lengths, lambda i: any(rows[i]["token_mask"])) if norm > 0 else []
+        fitted = [self._fit(r[P.FIELD_PROMPT_IDS], r[P.FIELD_RESPONSE_IDS]) for r in rows]
+        lengths = [len(p) + len(r[P.FIELD_RESPONSE_IDS]) for (p, _), r in zip(fitted, rows)]
+        micro = self._my_micro_batches(lengths, lambda i: any(rows[i][P.FIELD_TOKEN_MASK])) if norm > 0 else []
         for mb in micro:
             self._ppo_micro(rows, fitted, mb, mode, norm, sums)
         sums = dict(zip(keys, self.ranks.all_sum([sums[k] for k in keys])))
@@ -414,7 +416,7 @@ class Learner:
             metrics["actor/grad_norm_nonfinite"] = 1
         metrics.update({
             "actor/loss": sums["loss"], "actor/grad_norm": grad_norm, "actor/lr": lr,
-            "actor/entropy": sums["entropy"] / tokens, "actor/ppo_kl": sums["kl"] / tokens,
+            "actor/entropy": sums["token_entropy"] / tokens, "actor/ppo_kl": sums["kl"] / tokens,
             "actor/clip_frac": (sums["clip_upper"] + sums["clip_lower"]) / tokens,
             "actor/clip_frac_upper": sums["clip_upper"] / tokens, "actor/clip_frac_lower": sums["clip_lower"] / tokens,
             "actor/clip_frac_dual": sums["clip_dual"] / tokens, "time/update_s": time.time() - t0,

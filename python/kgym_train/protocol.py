@@ -57,6 +57,15 @@ FIELD_DIR = "dir"
 FIELD_MODEL_PATH = "model_path"
 FIELD_TRUNCATED_ROWS = "truncated_rows"
 
+# The rows of the bodies, each one's fields once, in the order the trainer writes them (learner_protocol.h has the
+# same tables; tests/py/test_train_protocol.py checks that they agree and that the learner names a row's field only
+# through them):
+LOGPROBS_ROW = (FIELD_PROMPT_IDS, FIELD_RESPONSE_IDS)  # POST /kgym/logprobs: rows[i] (token ids)
+LOGPROBS_REPLY_ROW = (FIELD_LOGPROBS, FIELD_ENTROPY)  # its reply: rows[i] (one float per response token)
+# POST /kgym/train_step: rows[i]: token ids, the row's advantage (a number), and per response token the rollout's
+# log-prob and whether it is in the loss.
+TRAIN_ROW = (FIELD_PROMPT_IDS, FIELD_RESPONSE_IDS, FIELD_ADVANTAGE, FIELD_OLD_LOGPROBS, FIELD_TOKEN_MASK)
+
 # The line the server prints on stdout once it listens: "<READY_LINE> port=<port>".
 READY_LINE = "KGYM_LEARNER_READY"
 
@@ -84,3 +93,4 @@ def dumps(obj):
         return json.dumps(obj, allow_nan=False)
     except ValueError:
         return json.dumps(_finite(obj), allow_nan=False)
+

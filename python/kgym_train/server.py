@@ -323,7 +323,7 @@ class LearnerServer:
         return rows
 
     def logprobs(self, body):
-        rows = self._rows(body, (P.FIELD_PROMPT_IDS, P.FIELD_RESPONSE_IDS))
+        rows = self._rows(body, P.LOGPROBS_ROW)
         t0 = time.time()
         with self.learner.lock:
             out, truncated = self.learner.logprobs(rows, bool(body.get(P.FIELD_WITH_ENTROPY)))
@@ -332,8 +332,7 @@ class LearnerServer:
                 "seconds": time.time() - t0}
 
     def train_step(self, body):
-        rows = self._rows(body, (P.FIELD_PROMPT_IDS, P.FIELD_RESPONSE_IDS, P.FIELD_ADVANTAGE, P.FIELD_OLD_LOGPROBS,
-                                 P.FIELD_TOKEN_MASK))
+        rows = self._rows(body, P.TRAIN_ROW)
         with self.learner.lock:
             metrics = self.learner.ppo_step(rows)
             version = self.learner.version

@@ -36,6 +36,15 @@ inline constexpr char kFieldDir[] = "dir";
 inline constexpr char kFieldModelPath[] = "model_path";
 inline constexpr char kFieldTruncatedRows[] = "truncated_rows";
 
+// The rows of the bodies, each one's fields once, in the order the trainer writes them (protocol.py has the same
+// tables, LOGPROBS_ROW <-> kLogprobsRow):
+inline constexpr const char* kLogprobsRow[] = {kFieldPromptIds, kFieldResponseIds};  // POST /kgym/logprobs: rows[i]
+inline constexpr const char* kLogprobsReplyRow[] = {kFieldLogprobs, kFieldEntropy};  // its reply: rows[i]
+// POST /kgym/train_step: rows[i]: token ids, the row's advantage, per response token the rollout's log-prob and
+// whether it is in the loss.
+inline constexpr const char* kTrainRow[] = {kFieldPromptIds, kFieldResponseIds, kFieldAdvantage, kFieldOldLogprobs,
+                                            kFieldTokenMask};
+
 // The line the learner prints on stdout once it listens: "<kReadyLine> port=<port>".
 inline constexpr char kReadyLine[] = "KGYM_LEARNER_READY";
 
