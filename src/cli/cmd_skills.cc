@@ -14,6 +14,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/shared_flags.h"
+#include "run/evolve_round.h"
 #include "run/run_builder.h"
 #include "run/run_params.h"
 #include "skills/evolve.h"
@@ -110,11 +111,8 @@ int RunSearch(const std::string& dir, int64_t step, const std::string& query, si
 
 struct EvolveArgs {
   kgym::run::RunSpec spec;
-  std::string run_dir, tasks;
-  int summary_max_tokens = 2048, verify_max_tokens = 8192;
-  double summary_temperature = 1.0, trigger_improve = 1.2, trigger_absolute = 1.2, verify_absolute = 1.2;
-  double verify_vs_turn1 = 1.2, near_duplicate = 0.6, usage_success = 1.0;
-  bool second_task = false, force = false, json = false;
+  kgym::run::EvolveRound round;  // its flags bind here (run/evolve_round.h builds the options)
+  bool json = false;
   EvolveArgs() {
     spec.gym.request.num_perf_trials = 100;
     spec.gym.eval_concurrency = 8;
@@ -124,27 +122,10 @@ struct EvolveArgs {
 int RunEvolveCommand(const std::string& dir, int64_t step, const EvolveArgs& a) {
   std::unique_ptr<kgym::run::RunParts> parts;
   if (kgym::Status st = kgym::run::RunParts::Build(a.spec, &parts); !st.ok()) return Fail("evolve: " + st.message());
-  EvolveOptions o;
-  o.run_dir = a.run_dir;
-  o.library_dir = dir;
-  o.tasks_path = a.tasks;
-  o.step = step;
-  o.summaries_per_task = a.spec.skills.summaries;
-  o.summary_sampling.temperature = a.summary_temperature;
-  o.summary_sampling.max_tokens = a.summary_max_tokens;
-  o.summary_sampling.seed = a.spec.sampling.seed;
-  o.verify_sampling.max_tokens = a.verify_max_tokens;
-  o.verify_sampling.seed = a.spec.sampling.seed;
-  o.trigger.improve_over_turn1 = a.trigger_improve;
-  o.trigger.min_absolute = a.trigger_absolute;
-  o.verify.min_absolute = a.verify_absolute;
-  o.verify.min_vs_turn1 = a.verify_vs_turn1;
-  o.verify.require_second_task = a.second_task;
-  o.flush.near_duplicate_threshold = a.near_duplicate;
-  o.usage_success_speedup = a.usage_success;
-  o.concurrency = a.spec.gym.eval_concurrency;
-  o.force = a.force;
-  o.eval = a.spec.gym.request;
+  kgym::run::EvolveRound round = a.round;
+  round.library_dir = dir;
+  round.step = step;
+  const EvolveOptions o = kgym::run::BuildEvolveOptions(a.spec, round);
   nlohmann::json report;
   kgym::Status st = RunEvolve(o, *parts->llm(), parts->gym(), &report);
   if (!st.ok()) return Fail("evolve: " + st.message());
@@ -162,34 +143,39 @@ int RunEvolveCommand(const std::string& dir, int64_t step, const EvolveArgs& a) 
   for (const auto& n : report["added"]) std::printf("  + %s\n", n.get<std::string>().c_str());
   for (const auto& d : report["near_duplicates"])
     std::printf("  ~ %s (near-duplicate, dropped)\n", d.get<std::string>().c_str());
-  std::printf("report: %s/evolve.json\n", a.run_dir.c_str());
+  std::printf("report: %s/evolve.json\n", a.round.run_dir.c_str());
   return 0;
 }
 
 // evolve's flags: the run's LLM endpoint, gym and seed (src/run/run_params.h), the summary and verification rules.
 void AddEvolveFlags(CLI::App* evolve, EvolveArgs* e) {
   using kgym::run::RunGroup;
-  evolve->add_option("run_dir", e->run_dir, "agent run directory (kgym agent --out)")->required();
-  kgym::cli::AddSharedOption(evolve, "--tasks", &e->tasks, "default: the one in the run's config.json");
+  evolve->add_option("run_dir", e->round.run_dir, "agent run directory (kgym agent --out)")->required();
+  kgym::cli::AddSharedOption(evolve, "--tasks", &e->round.tasks_path, "default: the one in the run's config.json");
   kgym::run::AddRunFlags(evolve, &e->spec, {RunGroup::kLlm, RunGroup::kGym});
   kgym::run::AddRunFlags(evolve, &e->spec, {"--seed", "--skill-summaries"});
   for (const char* required : {"--base-url", "--model", "--server"}) evolve->get_option(required)->required();
-  evolve->add_option("--summary-temperature", e->summary_temperature)->capture_default_str();
-  evolve->add_option("--summary-max-tokens", e->summary_max_tokens)->capture_default_str();
-  evolve->add_option("--verify-max-tokens", e->verify_max_tokens, "greedy turn-1 budget")->capture_default_str();
-  evolve->add_option("--trigger-improve", e->trigger_improve, "best >= turn 1 x this")->capture_default_str();
-  evolve->add_option("--trigger-absolute", e->trigger_absolute, "best >= this")->capture_default_str();
-  evolve->add_option("--verify-absolute", e->verify_absolute, "verified speedup >= this")->capture_default_str();
-  evolve->add_option("--verify-vs-turn1", e->verify_vs_turn1, "verified speedup >= turn 1 x this")
+  evolve->add_option("--summary-temperature", e->round.summary_temperature)->capture_default_str();
+  evolve->add_option("--summary-max-tokens", e->round.summary_max_tokens)->capture_default_str();
+  evolve->add_option("--verify-max-tokens", e->round.verify_max_tokens, "greedy turn-1 budget")->capture_default_str();
+  evolve->add_option("--trigger-improve", e->round.trigger.improve_over_turn1, "best >= turn 1 x this")
       ->capture_default_str();
-  evolve->add_flag("--second-task", e->second_task, "also require a pass on another task of the run");
+  evolve->add_option("--trigger-absolute", e->round.trigger.min_absolute, "best >= this")->capture_default_str();
+  evolve->add_option("--verify-absolute", e->round.verify.min_absolute, "verified speedup >= this")
+      ->capture_default_str();
+  evolve->add_option("--verify-vs-turn1", e->round.verify.min_vs_turn1, "verified speedup >= turn 1 x this")
+      ->capture_default_str();
+  evolve->add_flag("--second-task", e->round.verify.require_second_task,
+                   "also require a pass on another task of the run");
   evolve
-      ->add_option("--near-duplicate", e->near_duplicate,
+      ->add_option("--near-duplicate", e->round.flush.near_duplicate_threshold,
                    "drop a new skill whose BM25 similarity to an existing one reaches this (0 = names only)")
       ->capture_default_str();
-  evolve->add_option("--usage-success", e->usage_success, "a use succeeds when some turn reaches this speedup")
+  evolve
+      ->add_option("--usage-success", e->round.usage_success_speedup,
+                   "a use succeeds when some turn reaches this speedup")
       ->capture_default_str();
-  evolve->add_flag("--force", e->force, "evolve again from a run that already has evolve.json");
+  evolve->add_flag("--force", e->round.force, "evolve again from a run that already has evolve.json");
   // Old names (issue 35: one name per concept across commands).
   kgym::run::AddOldRunFlag(evolve, "--timeout", "--llm-timeout", &e->spec);
   kgym::run::AddOldRunFlag(evolve, "--retries", "--max-retries", &e->spec);

@@ -9,6 +9,7 @@
 
 #include "agent/run_dir.h"
 #include "grade/metrics.h"
+#include "run/evolve_round.h"
 #include "skills/evolve.h"
 #include "train/learner_protocol.h"
 #include "train/rl_step.h"
@@ -307,16 +308,14 @@ Status RlTrainer::EvolveSkills(int64_t step, const std::string& run_dir, const s
     std::ofstream out(tasks_path);
     for (const auto& t : tasks) out << t.ToJson().dump() << "\n";
   }
-  skills::EvolveOptions o;
-  o.run_dir = run_dir;
-  o.library_dir = spec_.skills.library;
-  o.tasks_path = tasks_path;
-  o.summaries_per_task = spec_.skills.summaries;
-  o.summary_sampling.max_tokens = std::min(2048, spec_.sampling.max_tokens);
-  o.verify_sampling.max_tokens = spec_.sampling.max_tokens;
-  o.eval = spec_.gym.request;
-  o.concurrency = spec_.gym.eval_concurrency;
-  o.seed = static_cast<uint64_t>(step);
+  run::EvolveRound round;
+  round.run_dir = run_dir;
+  round.tasks_path = tasks_path;
+  round.second_task_seed = static_cast<uint64_t>(step);
+  round.seed_calls = false;
+  round.summary_max_tokens = std::min(2048, spec_.sampling.max_tokens);
+  round.verify_max_tokens = spec_.sampling.max_tokens;
+  const skills::EvolveOptions o = run::BuildEvolveOptions(spec_, round);
   nlohmann::json report;
   Status s = skills::RunEvolve(o, *parts_->llm(), parts_->gym(), &report);
   if (!s.ok()) return s;
