@@ -5,26 +5,31 @@
 #include "agent/eval_backend.h"
 #include "agent/http_util.h"
 #include "fault/fault_points.h"
+#include "request/request_fields.h"
 
 namespace kgym::agent {
 
 nlohmann::json GymPayload(const EvalRequest& req, bool is_valid) {
   nlohmann::json p;
-  p["task_id"] = req.task_id;
+  // What the request asks: the request table's fields the Dr.Kernel reward client sends, by their HTTP names
+  // (request/request_fields.h). An empty string that may be empty is KernelGYM's null, or left out where KernelGYM
+  // has no such field (size, kgym's task-size hint).
+  for (const request::RequestField& f : request::RequestFields()) {
+    if (!f.agent_sends) continue;
+    nlohmann::json v = request::Get(f, req);
+    if (v.is_string() && v.get<std::string>().empty() && f.lo == 0) {
+      if (f.kernelgym) p[f.name] = nullptr;
+      continue;
+    }
+    p[f.name] = std::move(v);
+  }
   p["reference_code"] = req.reference_code;
   p["kernel_code"] = req.kernel_code;
-  p["backend"] = req.backend;
-  p["num_correct_trials"] = req.num_correct_trials;
-  p["num_perf_trials"] = req.num_perf_trials;
-  p["timeout"] = static_cast<int>(req.timeout_s);
   p["priority"] = "normal";
-  p["entry_point"] = req.entry_point;
   p["is_valid"] = is_valid;
   p["verbose_errors"] = true;
   p["enable_profiling"] = req.enable_profiling;
   p["detect_decoy_kernel"] = true;
-  p["reference_backend"] = req.reference_backend.empty() ? nlohmann::json() : nlohmann::json(req.reference_backend);
-  if (!req.size.empty()) p["size"] = req.size;  // kgym's task-size hint; sent only when set (KernelGYM has none)
   p["kgym_result"] = true;  // a kgym server answers with kgym's verdict and fields; KernelGYM ignores unknown fields
   return p;
 }

@@ -1,6 +1,7 @@
 // `kgym flags [--json]`: every flag of every command with its meaning; old names are marked with the name that
 // replaced them. One name has one meaning across commands (cli/shared_flags.h, run/run_params.h);
-// tests/py/test_flag_names.py checks it on this listing.
+// tests/py/test_flag_names.py checks it on this listing. `kgym flags --request-fields`: the evaluation request's
+// field table (request/request_fields.h), which tests/py/test_request_fields.py walks.
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -8,6 +9,7 @@
 
 #include "cli/command_registry.h"
 #include "cli/shared_flags.h"
+#include "request/request_fields.h"
 
 namespace {
 
@@ -30,8 +32,16 @@ void Walk(const CLI::App* app, const std::string& path, nlohmann::json* out) {
 KGYM_REGISTER_COMMAND("flags", "list every flag of every command with its meaning (old names marked)",
                       [](CLI::App* sub) -> kgym::cli::CommandRunner {
                         auto json = std::make_shared<bool>(false);
+                        auto fields = std::make_shared<bool>(false);
                         kgym::cli::AddSharedOption(sub, "--json", json.get(), "one object per flag");
-                        return [sub, json] {
+                        sub->add_flag("--request-fields", *fields,
+                                      "the evaluation request's fields instead (request/request_fields.h): HTTP name, "
+                                      "flag, YAML keys, type, default, limits, meaning; JSON");
+                        return [sub, json, fields] {
+                          if (*fields) {
+                            std::cout << kgym::request::TableJson().dump(1) << "\n";
+                            return 0;
+                          }
                           nlohmann::json all = nlohmann::json::array();
                           Walk(sub->get_parent(), "", &all);
                           if (*json) {

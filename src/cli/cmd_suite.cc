@@ -37,9 +37,10 @@ struct SuiteItem {
 };
 
 struct SuiteFlags {
-  std::string tasks = "tasks", device, size, out, kinds = "triton,torch,wrong", only;
-  int jobs = 4, perf_trials = 100, correct_trials = 5, device_index = 0;
-  double timeout = 600;
+  std::string tasks = "tasks", device, out, kinds = "triton,torch,wrong", only;
+  int jobs = 4, device_index = 0;
+  kgym::EvalRequest request;  // the template of every job: size, trials, timeout (request/request_fields.h)
+  SuiteFlags() { request.timeout_s = 600; }
   double mem_budget_gb = -1;  // < 0: 70 % of available host (or cgroup) memory; 0: off
 };
 
@@ -148,10 +149,10 @@ kgym::Status RunItems(const SuiteFlags& f, const std::string& device, kgym::Eval
     job.request.task_id = job.id;
     job.request.reference_code = it.ref_code;
     job.request.kernel_code = Slurp(it.sol_path);
-    job.request.size = f.size;
-    job.request.num_perf_trials = f.perf_trials;
-    job.request.num_correct_trials = f.correct_trials;
-    job.request.timeout_s = f.timeout;
+    job.request.size = f.request.size;
+    job.request.num_perf_trials = f.request.num_perf_trials;
+    job.request.num_correct_trials = f.request.num_correct_trials;
+    job.request.timeout_s = f.request.timeout_s;
     kgym::Status s = sched.Submit(std::move(job));
     if (!s.ok()) return s;
   }
@@ -200,7 +201,7 @@ KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task sui
                         AddSharedOption(sub, "--device", &f->device, "default: cuda when a GPU is visible")
                             ->check(CLI::IsMember({"cpu", "cuda"}));
                         AddSharedOption(sub, "--gpus", &f->device_index, "one GPU index, with --device cuda");
-                        AddSharedOption(sub, "--size", &f->size);
+                        kgym::request::AddRequestFlag(sub, "--size", &f->request);
                         AddSharedOption(sub, "--kinds", &f->kinds, "comma-separated");
                         AddSharedOption(sub, "--only", &f->only,
                                         "the task whose name is exactly this, else those whose name contains it; "
@@ -209,15 +210,14 @@ KGYM_REGISTER_COMMAND("suite", "evaluate every solution of the built-in task sui
                             "--jobs", f->jobs,
                             "at most this many evaluations in flight (timing is still exclusive; --mem-budget "
                             "may allow fewer)");
-                        AddSharedOption(sub, "--num-perf-trials", &f->perf_trials);
-                        AddSharedOption(sub, "--num-correct-trials", &f->correct_trials);
-                        AddSharedOption(sub, "--eval-timeout", &f->timeout);
+                        for (const char* flag : {"--num-perf-trials", "--num-correct-trials", "--eval-timeout"})
+                          kgym::request::AddRequestFlag(sub, flag, &f->request);
                         AddSharedOption(sub, "--out", &f->out, "the raw results, JSON");
                         // Old names (issue 35: one name per concept across commands).
                         kgym::run::AddOldFlag(sub, "--gpu", "--gpus", &f->device_index);
-                        kgym::run::AddOldFlag(sub, "--perf-trials", "--num-perf-trials", &f->perf_trials);
-                        kgym::run::AddOldFlag(sub, "--correct-trials", "--num-correct-trials", &f->correct_trials);
-                        kgym::run::AddOldFlag(sub, "--timeout", "--eval-timeout", &f->timeout);
+                        kgym::run::AddOldRequestFlag(sub, "--perf-trials", "--num-perf-trials", &f->request);
+                        kgym::run::AddOldRequestFlag(sub, "--correct-trials", "--num-correct-trials", &f->request);
+                        kgym::run::AddOldRequestFlag(sub, "--timeout", "--eval-timeout", &f->request);
                         kgym::cli::AddMemBudgetFlag(sub, &f->mem_budget_gb);
                         return [f]() -> int {
                           const std::string device =

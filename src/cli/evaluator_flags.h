@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/shared_flags.h"
+#include "request/request_fields.h"
 #include "server/evaluator_factory.h"
 
 namespace kgym::cli {
@@ -16,21 +17,13 @@ inline void AddMemBudgetFlag(CLI::App* sub, double* gb) {
       "host memory (GB) the evaluations in flight may hold; default 70% of what is available, 0 = no limit");
 }
 
-// How results are judged and timed, for the commands that evaluate (`kgym eval` sets the request's own; `kgym serve`
-// and `kgym worker` the default of requests that name none).
+// How results are judged and timed (`kgym eval` sets the request's own; `kgym serve` and `kgym worker` the default of
+// requests that name none): the request table's fields, with its help and limits (request/request_fields.h).
 inline void AddPrecisionFlag(CLI::App* sub, std::string* precision) {
-  sub->add_option("--precision", *precision,
-                  "strict: outputs past the fp32 error budget against an fp64 oracle are a precision downgrade "
-                  "(hacked); compat: KernelGYM's allclose alone, the precision class reported")
-      ->check(CLI::IsMember({"strict", "compat"}))
-      ->capture_default_str();
+  request::AddRequestFlag(sub, *request::FindRequestFlag("--precision"), precision, "of requests that name none");
 }
 inline void AddMinPerfTrialsFlag(CLI::App* sub, int* n) {
-  sub->add_option("--min-perf-trials", *n,
-                  "adaptive trials: timed calls stop once the median's 95% interval is within 0.5%, after at least "
-                  "this many (the perf-trial count is the most); 0 = always the perf-trial count")
-      ->check(CLI::Range(0, 10000))
-      ->capture_default_str();
+  request::AddRequestFlag(sub, *request::FindRequestFlag("--min-perf-trials"), n, "of requests that name none");
 }
 
 inline void AddEvaluatorFlags(CLI::App* sub, EvaluatorChoice* c) {

@@ -27,6 +27,7 @@ std::string FlagConcept(const std::string& name) {
   };
   if (auto it = kConcepts.find(name); it != kConcepts.end()) return it->second;
   if (const run::RunParam* p = run::FindRunParam(name)) return p->help;
+  if (const request::RequestField* f = request::FindRequestFlag(name)) return f->help;
   return "";
 }
 

@@ -9,6 +9,12 @@ namespace {
 
 using G = RunGroup;
 
+// A gym parameter that is a field of the evaluation request, as the request table defines it.
+RunParam RequestParam(const char* flag) {
+  const request::RequestField* f = request::FindRequestFlag(flag);
+  return {G::kGym, f->flag, f->keys, f->help, f->choices, nullptr, f};
+}
+
 // clang-format off
 const std::vector<RunParam> kParams = {
   // llm
@@ -47,18 +53,12 @@ const std::vector<RunParam> kParams = {
    [](RunSpec* s) -> RunField { return &s->gym.server; }},
   {G::kGym, "--device", "gym.device", "evaluation device", "cpu|cuda",
    [](RunSpec* s) -> RunField { return &s->gym.request.device; }},
-  {G::kGym, "--backend", "gym.backend", "how the candidate builds its kernels", "triton|cuda",
-   [](RunSpec* s) -> RunField { return &s->gym.request.backend; }},
-  {G::kGym, "--num-correct-trials", "gym.num_correct_trials,eval.num_correct_trials", "correctness trials", "",
-   [](RunSpec* s) -> RunField { return &s->gym.request.num_correct_trials; }},
-  {G::kGym, "--num-perf-trials", "gym.num_perf_trials,eval.num_perf_trials", "timed calls", "",
-   [](RunSpec* s) -> RunField { return &s->gym.request.num_perf_trials; }},
-  {G::kGym, "--eval-timeout", "gym.timeout", "limit of one evaluation, seconds", "",
-   [](RunSpec* s) -> RunField { return &s->gym.request.timeout_s; }},
-  {G::kGym, "--size", "gym.size,eval.size", "task size (KGYM_TASK_SIZE seen by the reference), e.g. small", "",
-   [](RunSpec* s) -> RunField { return &s->gym.request.size; }},
-  {G::kGym, "--reference-backend", "gym.reference_backend", "how the reference runs: pytorch (eager) | torch_compile",
-   "", [](RunSpec* s) -> RunField { return &s->gym.request.reference_backend; }},
+  RequestParam("--backend"),
+  RequestParam("--num-correct-trials"),
+  RequestParam("--num-perf-trials"),
+  RequestParam("--eval-timeout"),
+  RequestParam("--size"),
+  RequestParam("--reference-backend"),
   {G::kGym, "--compat", "", "KernelGYM status semantics in the results (in-process evaluator)", "",
    [](RunSpec* s) -> RunField { return &s->gym.compat; }},
   {G::kGym, "--unsafe-no-sandbox", "gym.unsafe_no_sandbox", "evaluate without the sandbox (trusted code only)", "",
@@ -165,6 +165,12 @@ Status Assign(const std::string& key, const nlohmann::json& v, const RunParam& p
   auto bad = [&](const char* want) {
     return Status::InvalidArgument(key + ": expected " + want + ", got " + v.dump() + " (" + p.help + ")");
   };
+  if (p.request) {  // the request table's type, limits and choices, as over HTTP
+    nlohmann::json normalized;
+    if (auto problem = request::CheckJson(*p.request, v, &normalized))
+      return Status::InvalidArgument(key + ": " + problem->msg + ", got " + v.dump() + " (" + p.help + ")");
+    return Assign(key, normalized, RunParam{p.group, p.flag, p.keys, p.help, "", nullptr}, f);
+  }
   return std::visit(
       [&](auto* ptr) -> Status {
         using T = std::remove_pointer_t<decltype(ptr)>;
@@ -210,10 +216,15 @@ const RunParam* FindRunParam(const std::string& flag) {
   return nullptr;
 }
 
+RunField RunParam::Field(RunSpec* spec) const {
+  if (!request) return field(spec);
+  return std::visit([](auto* ptr) -> RunField { return ptr; }, request->slot(&spec->gym.request));
+}
+
 nlohmann::json RunSpec::ToJson() const {
   nlohmann::json j = nlohmann::json::object();
   RunSpec copy = *this;
-  for (const auto& p : kParams) std::visit([&](auto* ptr) { j[std::string(p.flag).substr(2)] = *ptr; }, p.field(&copy));
+  for (const auto& p : kParams) std::visit([&](auto* ptr) { j[std::string(p.flag).substr(2)] = *ptr; }, p.Field(&copy));
   return j;
 }
 
@@ -230,8 +241,11 @@ void AddRunFlag(CLI::App* app, RunSpec* spec, const RunParam& p) {
         else
           return app->add_option(p.flag, *ptr, p.help)->capture_default_str();
       },
-      p.field(spec));
-  if (*p.choices) o->check(CLI::IsMember(Split(p.choices, '|')));
+      p.Field(spec));
+  if (p.request)
+    o->check(request::Validator(*p.request));  // the request table's type, limits and choices
+  else if (*p.choices)
+    o->check(CLI::IsMember(Split(p.choices, '|')));
   o->group(GroupName(p.group));
 }
 
@@ -269,9 +283,25 @@ void AddOldRunFlag(CLI::App* app, const std::string& old_name, const std::string
         else
           return app->add_option(old_name, *ptr);
       },
-      p->field(spec));
+      p->Field(spec));
+  if (p->request) o->check(request::Validator(*p->request));
   o->description("old name of " + new_flag)->group("");
   o->each([app, old_name, new_flag, note](const std::string&) { SayNewName(app, old_name, new_flag, note); });
+}
+
+void AddOldRequestFlag(CLI::App* app, const std::string& old_name, const std::string& new_flag, EvalRequest* req) {
+  const request::RequestField* f = request::FindRequestFlag(new_flag);
+  if (!f) return;
+  CLI::Option* o = std::visit(
+      [&](auto* ptr) -> CLI::Option* {
+        if constexpr (std::is_same_v<std::remove_pointer_t<decltype(ptr)>, bool>)
+          return app->add_flag(old_name, *ptr);
+        else
+          return app->add_option(old_name, *ptr)->check(request::Validator(*f));
+      },
+      f->slot(req));
+  o->description("old name of " + new_flag)->group("");
+  o->each([app, old_name, new_flag](const std::string&) { SayNewName(app, old_name, new_flag, ""); });
 }
 
 Status ReadRunConfig(const nlohmann::json& config, RunSpec* spec) {
@@ -279,7 +309,7 @@ Status ReadRunConfig(const nlohmann::json& config, RunSpec* spec) {
     for (const auto& key : Split(p.keys, ',')) {
       const nlohmann::json* v = At(config, key);
       if (!v || v->is_null()) continue;
-      if (Status s = Assign(key, *v, p, p.field(spec)); !s.ok()) return s;
+      if (Status s = Assign(key, *v, p, p.Field(spec)); !s.ok()) return s;
     }
   return Status::Ok();
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "request/request_fields.h"
 #include "run/run_spec.h"
 
 namespace kgym::run {
@@ -27,11 +28,16 @@ using RunField = std::variant<int*, int64_t*, size_t*, double*, bool*, std::stri
 
 struct RunParam {
   RunGroup group;
-  const char* flag;     // "--num-perf-trials"; a bool is a flag that sets it to true
-  const char* keys;     // the YAML keys that set it, comma-separated, later ones winning ("" = flag only)
-  const char* help;     // what it means, the same in every command
-  const char* choices;  // "a|b|c" when only those values are valid, else ""
-  RunField (*field)(RunSpec*);
+  const char* flag;             // "--num-perf-trials"; a bool is a flag that sets it to true
+  const char* keys;             // the YAML keys that set it, comma-separated, later ones winning ("" = flag only)
+  const char* help;             // what it means, the same in every command
+  const char* choices;          // "a|b|c" when only those values are valid, else ""
+  RunField (*field)(RunSpec*);  // nullptr for a field of the request
+  // A field of the gym's request template (spec.gym.request): its flag, keys, help, choices and limits are the
+  // request table's (request/request_fields.h), so they are the same as over HTTP and in `kgym eval`.
+  const request::RequestField* request = nullptr;
+
+  RunField Field(RunSpec* spec) const;
 };
 
 // The table, in the order help shows it.
@@ -49,6 +55,10 @@ void AddRunFlags(CLI::App* app, RunSpec* spec, std::initializer_list<const char*
 // "kgym CMD: OLD is now NEW" on stderr when given. `note`, when given, is added to that line.
 void AddOldRunFlag(CLI::App* app, const std::string& old_name, const std::string& new_flag, RunSpec* spec,
                    const std::string& note = "");
+
+// The same for a field of an evaluation request (`kgym eval`, `kgym suite`): `old_name` sets `new_flag`'s field of
+// `req`, checked against the request table as the new name is.
+void AddOldRequestFlag(CLI::App* app, const std::string& old_name, const std::string& new_flag, EvalRequest* req);
 
 // The same for a flag that is not a run parameter: `old_name` binds `var` like `new_name` does.
 template <class T>

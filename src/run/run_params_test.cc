@@ -15,6 +15,10 @@ struct Probe {
 
 Probe ProbeFor(const RunParam& p) {
   RunSpec defaults;
+  if (p.request && (p.request->type == request::FieldType::kInt || p.request->type == request::FieldType::kNumber)) {
+    const int v = static_cast<int>(p.request->lo) + 1;  // within the request table's limits, no default
+    return {{p.flag, std::to_string(v)}, v};
+  }
   return std::visit(
       [&](auto* ptr) -> Probe {
         using T = std::remove_pointer_t<decltype(ptr)>;
@@ -35,7 +39,7 @@ Probe ProbeFor(const RunParam& p) {
           return {{p.flag, "7"}, 7};
         }
       },
-      p.field(&defaults));
+      p.Field(&defaults));
 }
 
 nlohmann::json Nested(const std::string& dotted, const nlohmann::json& v) {
@@ -136,6 +140,31 @@ TEST(RunParams, AWrongYamlValueNamesItsKey) {
   EXPECT_NE(st.message().find("rollout.layout: expected concurrent|lockstep"), std::string::npos) << st.message();
   st = ReadRunConfig({{"gym", {{"unsafe_no_sandbox", "yes"}}}}, &s);
   EXPECT_NE(st.message().find("gym.unsafe_no_sandbox: expected true or false"), std::string::npos) << st.message();
+}
+
+TEST(RunParams, AFieldOfTheRequestHasTheRequestTablesLimitsInYamlAndFlags) {
+  // gym.num_perf_trials is the request's num_perf_trials: 1000 at most, as over HTTP and in `kgym eval`.
+  size_t checked = 0;
+  for (const auto& p : RunParams()) {
+    if (!p.request || !*p.keys || p.request->type != request::FieldType::kInt) continue;
+    const std::string key = std::string(p.keys).substr(0, std::string(p.keys).find(','));
+    for (double v : {p.request->lo - 1, p.request->lo, p.request->hi, p.request->hi + 1}) {
+      const bool in = v >= p.request->lo && v <= p.request->hi;
+      RunSpec s;
+      const Status st = ReadRunConfig(Nested(key, static_cast<int64_t>(v)), &s);
+      EXPECT_EQ(st.ok(), in) << key << " = " << v << ": " << st.message();
+      if (!in) EXPECT_NE(st.message().find(key + ": Input should be"), std::string::npos) << st.message();
+      bool parsed = true;
+      try {
+        FromFlags({p.flag, std::to_string(static_cast<int64_t>(v))});
+      } catch (const CLI::ParseError&) {
+        parsed = false;
+      }
+      EXPECT_EQ(parsed, in) << p.flag << " " << v;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 12u);  // num_correct_trials, num_perf_trials, timeout
 }
 
 TEST(RunParams, AnOldNameSetsTheNewParameterAndSaysSo) {

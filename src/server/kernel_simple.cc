@@ -1,5 +1,7 @@
 #include "server/kernel_simple.h"
 
+#include "request/request_fields.h"
+
 namespace kgym {
 
 namespace {
@@ -160,7 +162,10 @@ struct Fields {
     }
     return b[k].get<bool>();
   }
-  int Int(const char* k, int def, int lo, int hi) {
+  // An integer field of the request table (request/request_fields.h), within the table's limits.
+  int Int(const char* k, int def) {
+    const request::RequestField& f = *request::FindRequestField(k);
+    const int lo = static_cast<int>(f.lo), hi = static_cast<int>(f.hi);
     if (IsNull(b, k)) return def;
     if (!b[k].is_number_integer() || b[k].get<int64_t>() < lo || b[k].get<int64_t>() > hi) {
       if (status.ok()) status = Invalid(k, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
@@ -191,9 +196,9 @@ Status ParseKernelSimplePayload(const json& b, ParsedRequest* out) {
   const std::string code = f.Str("kernel_code", "", true);
   std::string entry = f.Str("entry_point", "ModelNew");
   if (entry == "Model" && code.find("class ModelNew") != std::string::npos) entry = "ModelNew";  // KernelGYM's rule
-  r.num_perf_trials = f.Int("num_perf_trials", 100, 1, 1000);
-  r.num_warmup = f.Int("num_warmup", 3, 0, 100);
-  r.timeout_s = f.Int("timeout", 300, 10, 3600);
+  r.num_perf_trials = f.Int("num_perf_trials", 100);
+  r.num_warmup = f.Int("num_warmup", 3);
+  r.timeout_s = f.Int("timeout", 300);
   r.backend = f.Str("backend", "triton") == "cuda" ? "cuda" : "triton";
   if (!PriorityFromName(f.Str("priority", "normal"), &p.job.priority) && f.status.ok())
     f.status = Invalid("priority", "'low', 'normal' or 'high'");

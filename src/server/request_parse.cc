@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/kernelgym_schema.h"
+#include "request/request_fields.h"
 #include "server/kernel_simple.h"
 
 namespace kgym {
@@ -58,27 +59,18 @@ std::optional<bool> OptBool(const json& b, const char* k, Errors* e) {
   return std::nullopt;
 }
 
-int IntField(const json& b, const char* k, int def, int lo, int hi, Errors* e) {
-  if (!b.contains(k)) return def;
-  const json& v = b[k];
-  double d;
-  if (v.is_number_integer())
-    d = static_cast<double>(v.get<int64_t>());
-  else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>())
-    d = v.get<double>();
-  else {
-    e->Add(k, "Input should be a valid integer", "int_type");
-    return def;
-  }
-  if (d < lo) {
-    e->Add(k, "Input should be greater than or equal to " + std::to_string(lo), "greater_than_equal");
-    return def;
-  }
-  if (d > hi) {
-    e->Add(k, "Input should be less than or equal to " + std::to_string(hi), "less_than_equal");
-    return def;
-  }
-  return static_cast<int>(d);
+// Reads the request table's field `name` (request/request_fields.h) when the body has it, checked against the
+// table's type and limits; a problem is recorded under the field's name. KernelGYM's integer fields refuse null as
+// pydantic does; every other field takes null for absent.
+void ReadField(const json& b, const char* name, EvalRequest* r, Errors* e) {
+  const request::RequestField& f = *request::FindRequestField(name);
+  const bool null_is_absent = !(f.kernelgym && f.type == request::FieldType::kInt);
+  if (!b.contains(name) || (null_is_absent && b[name].is_null())) return;
+  json v;
+  if (auto problem = request::CheckJson(f, b[name], &v))
+    e->Add(name, problem->msg, problem->type);
+  else
+    request::Set(f, v, r);
 }
 
 void CodeField(const json& b, const char* k, bool required, std::string* out, Errors* e) {
@@ -168,17 +160,8 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
   ParsedRequest p;
   EvalRequest& r = p.job.request;
 
-  auto task_id = OptString(b, "task_id", &e);
-  if (task_id) {
-    if (task_id->empty())
-      e.Add("task_id", "String should have at least 1 character", "string_too_short");
-    else if (task_id->size() > 100)
-      e.Add("task_id", "String should have at most 100 characters", "string_too_long");
-    else
-      r.task_id = *task_id;
-  } else if (require_task_id && IsNull(b, "task_id")) {
-    e.Add("task_id", "Field required", "missing");
-  }
+  ReadField(b, "task_id", &r, &e);
+  if (require_task_id && IsNull(b, "task_id")) e.Add("task_id", "Field required", "missing");
 
   std::string workflow = WorkflowName(OptString(b, "workflow", &e).value_or("kernelbench"));
   if (workflow != "kernelbench" && workflow != "kernel_simple")
@@ -193,13 +176,13 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
   std::string adapter = OptString(b, "backend_adapter", &e).value_or("kernelbench");
   if (adapter != "kernelbench")
     e.Add("backend_adapter", "Unknown backend adapter '" + adapter + "' (registered: kernelbench)", "value_error");
-  r.backend = OptString(b, "backend", &e).value_or("triton");
-  if (r.backend != "triton" && r.backend != "cuda") e.Add("backend", "Input should be 'triton' or 'cuda'", "enum");
-
-  r.num_correct_trials = IntField(b, "num_correct_trials", 5, 1, 20, &e);
-  r.num_perf_trials = IntField(b, "num_perf_trials", 100, 1, 1000, &e);
-  r.num_warmup = IntField(b, "num_warmup", 3, 0, 100, &e);
-  r.timeout_s = IntField(b, "timeout", 300, 10, 3600, &e);
+  // What the request asks, as the request table defines it (one limit per field, the same as `kgym eval`'s).
+  for (const char* k :
+       {"backend", "num_correct_trials", "num_perf_trials", "num_warmup", "timeout", "entry_point", "reference_backend",
+        "size", "coverage_floor", "precision", "min_perf_trials", "perf_ci_target"})
+    ReadField(b, k, &r, &e);
+  if (std::string v = Lower(r.reference_backend); v == "torch_compile" || v == "torch-compile" || v == "compile")
+    r.reference_backend = "torch_compile";
 
   std::string priority = OptString(b, "priority", &e).value_or("normal");
   if (!PriorityFromName(priority, &p.job.priority))
@@ -209,11 +192,6 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
     if (dev->rfind("cuda:", 0) == 0 || *dev == "cpu") p.job.device = *dev;
   }
   p.force_refresh = OptBool(b, "force_refresh", &e).value_or(false);
-  r.entry_point = OptString(b, "entry_point", &e).value_or("Model");
-  if (auto rb = OptString(b, "reference_backend", &e)) {
-    std::string v = Lower(*rb);
-    r.reference_backend = (v == "torch_compile" || v == "torch-compile" || v == "compile") ? "torch_compile" : *rb;
-  }
   auto uuid = OptString(b, "uuid", &e);
   bool use_ref_cache = OptBool(b, "use_reference_cache", &e).value_or(false);
   for (const char* k : {"is_valid", "verbose_errors"}) OptBool(b, k, &e);
@@ -227,29 +205,6 @@ Status ParseEvaluationRequest(const json& b, bool require_task_id, ParsedRequest
   if (!IsNull(b, "cases") && !b["cases"].is_array()) e.Add("cases", "Input should be a valid list", "list_type");
   if (!IsNull(b, "resources") && !b["resources"].is_object())
     e.Add("resources", "Input should be a valid dictionary", "dict_type");
-  if (auto size = OptString(b, "size", &e)) r.size = *size;  // kgym: task size hint (e.g. "small")
-  if (!IsNull(b, "coverage_floor")) {                        // kgym: GPU time coverage below this is reported
-    if (!b["coverage_floor"].is_number() || b["coverage_floor"].get<double>() < 0 ||
-        b["coverage_floor"].get<double>() > 1)
-      e.Add("coverage_floor", "Input should be a number between 0 and 1", "less_than_equal");
-    else
-      r.coverage_floor = b["coverage_floor"].get<double>();
-  }
-  if (auto prec = OptString(b, "precision", &e)) {  // kgym: strict | compat (eval/precision.h)
-    if (*prec != "strict" && *prec != "compat")
-      e.Add("precision", "Input should be 'strict' or 'compat'", "enum");
-    else
-      r.precision = *prec;
-  }
-  if (!IsNull(b, "min_perf_trials"))  // kgym: adaptive trials' floor, 0 = every num_perf_trials call
-    r.min_perf_trials = IntField(b, "min_perf_trials", 20, 0, 1000, &e);
-  if (!IsNull(b, "perf_ci_target")) {  // kgym: adaptive trials stop once the median's interval is within this
-    if (!b["perf_ci_target"].is_number() || b["perf_ci_target"].get<double>() <= 0 ||
-        b["perf_ci_target"].get<double>() > 1)
-      e.Add("perf_ci_target", "Input should be a number in (0, 1]", "less_than_equal");
-    else
-      r.perf_ci_target = b["perf_ci_target"].get<double>();
-  }
   double deadline_s = 0;
   if (!IsNull(b, "deadline_s")) {
     if (!b["deadline_s"].is_number() || b["deadline_s"].get<double>() <= 0)
