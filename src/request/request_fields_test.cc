@@ -29,11 +29,17 @@ std::string Text(double v) {
 TEST(RequestFields, EveryNameFlagAndKeyOnce) {
   std::set<std::string> names, flags, keys;
   for (const auto& f : RequestFields()) {
-    if (*f.name) EXPECT_TRUE(names.insert(f.name).second) << f.name;
-    if (*f.flag) EXPECT_TRUE(flags.insert(f.flag).second) << f.flag;
+    if (*f.name) {
+      EXPECT_TRUE(names.insert(f.name).second) << f.name;
+    }
+    if (*f.flag) {
+      EXPECT_TRUE(flags.insert(f.flag).second) << f.flag;
+    }
     EXPECT_TRUE(*f.name || *f.flag) << f.help;
     EXPECT_GT(std::string(f.help).size(), 10u);
-    if (f.agent_sends) EXPECT_TRUE(*f.name) << f.flag;
+    if (f.agent_sends) {
+      EXPECT_TRUE(*f.name) << f.flag;
+    }
     std::stringstream ss(f.keys);
     for (std::string k; std::getline(ss, k, ',');) EXPECT_TRUE(keys.insert(k).second) << k;
   }
@@ -59,7 +65,9 @@ TEST(RequestFields, AFlagHasTheLimitsOfItsField) {
       const std::string err = ParseFlag(f, {f.flag, Text(v)}, &req);
       EXPECT_EQ(err.empty(), in) << f.flag << " " << v << ": " << err;
       EXPECT_EQ(!CheckJson(f, v).has_value(), in) << f.flag << " " << v;
-      if (in) EXPECT_EQ(Get(f, req).get<double>(), v) << f.flag;
+      if (in) {
+        EXPECT_EQ(Get(f, req).get<double>(), v) << f.flag;
+      }
     }
   }
 }

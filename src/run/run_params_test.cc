@@ -153,7 +153,9 @@ TEST(RunParams, AFieldOfTheRequestHasTheRequestTablesLimitsInYamlAndFlags) {
       RunSpec s;
       const Status st = ReadRunConfig(Nested(key, static_cast<int64_t>(v)), &s);
       EXPECT_EQ(st.ok(), in) << key << " = " << v << ": " << st.message();
-      if (!in) EXPECT_NE(st.message().find(key + ": Input should be"), std::string::npos) << st.message();
+      if (!in) {
+        EXPECT_NE(st.message().find(key + ": Input should be"), std::string::npos) << st.message();
+      }
       bool parsed = true;
       try {
         FromFlags({p.flag, std::to_string(static_cast<int64_t>(v))});
