@@ -4,6 +4,7 @@
 // richer fields (`outcome`, `outcome_detail`, `timing`, `correctness_detail`).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -69,6 +70,24 @@ struct TimingStats {
   std::vector<double> samples_ms;  // raw samples, kept so every number can be traced
 };
 
+// Host memory an evaluation held in the evaluating process, as memory admission reads it (sched/admitted_evaluator.h).
+struct HostMemoryUse {
+  bool known = false;                        // the reference ran (a request refused before it measured nothing)
+  uint64_t reference_bytes = 0;              // the reference data (shared by the evaluations of its configuration)
+  uint64_t trial_output_bytes = 0;           // the candidate's outputs held at once
+  uint64_t candidate_worker_peak_bytes = 0;  // the candidate's worker's peak private memory (0: not measured)
+  uint64_t reference_worker_peak_bytes = 0;  // the reference's worker's, where this process made the reference
+};
+
+// What the evaluation's own rooms act on, typed: the evaluator (a broken channel runs the candidate again) and memory
+// admission (the footprint). The result's metadata tells the same facts to its readers; these are never read back
+// from it. Not part of ToJson/FromJson: they live with the result in the process that evaluated.
+struct EvalSignals {
+  std::string channel_broken;       // the candidate's channel broke as tampering does ("" = it did not)
+  std::string reference_cache_key;  // the reference data's configuration (eval/evaluator.h ReferenceKey)
+  HostMemoryUse host_memory;
+};
+
 struct EvalResult {
   std::string task_id;
   Outcome outcome = Outcome::kInvalid;
@@ -85,6 +104,7 @@ struct EvalResult {
   nlohmann::json metadata = nlohmann::json::object();
   nlohmann::json correctness_detail = nlohmann::json::object();
   std::string completed_at;  // ISO-8601, filled by the store/server
+  EvalSignals signals;       // typed facts for the evaluating process's rooms (above)
 
   // "completed" unless the evaluation could not reach a verdict about the candidate's code.
   // compat: KernelGYM's status (core/kernelgym_schema.h), where compile/validation failures and timeouts are

@@ -11,7 +11,10 @@
 //   judge        the rules over the timing evidence (in-process evidence, deferred work, threads, wrong timed
 //                results, caching), then the reported time (eval/gpu_timing.h on a GPU, the brackets on the CPU)
 // Each phase either passes or ends the run with a Verdict, which is applied to *r; every phase that ran leaves its
-// metadata, and the worker's output tail is kept whenever a worker ran.
+// facts (eval/candidate_facts.h, written into r->metadata by their one writer when the run ends), and the worker's
+// output tail is kept whenever a worker ran. What other rooms act on is typed in r->signals: a broken channel (the
+// evaluator's rerun) and the worker's peak memory (memory admission). The phases live in candidate_run.cc, the
+// correctness phase in candidate_correctness.cc; the type they share is candidate_run_impl.h.
 #pragma once
 
 #include <atomic>

@@ -85,7 +85,7 @@ class EvaluatorImpl : public Evaluator, public WorkerSource {
   uint64_t CachedReferencePrivateBytes(const std::string& key) override {
     auto ref = references_.Find(key);
     if (!ref) return 0;
-    const uint64_t worker = ref->notes.value("reference_worker_peak_bytes", uint64_t{0});
+    const uint64_t worker = ref->worker_peak_bytes;
     return HeldOutputBytes(*ref, opt_.lent_buffers) + (worker > 0 ? worker : ref->Bytes());
   }
 
@@ -260,6 +260,8 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
   md["host_memory"] = {{"reference_bytes", ref->Bytes()},
                        {"trial_output_bytes", HeldOutputBytes(*ref, opt_.lent_buffers)}};
   for (auto& [k, v] : ref->notes.items()) md[k] = v;
+  r.signals.reference_cache_key = ref->key;  // the same facts, typed, for the rooms that act on them
+  r.signals.host_memory = {true, ref->Bytes(), HeldOutputBytes(*ref, opt_.lent_buffers), 0, ref->worker_peak_bytes};
   if (!ref->error_kind.empty()) {
     Verdict{Outcome::kInvalid, ref->error_detail, ref->error_kind == "system" ? "SYSTEM_ERROR" : "VALIDATION_ERROR"}
         .ApplyTo(&r);
@@ -275,10 +277,10 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
   const EvalResult before = r;
   const auto advance = [&](const std::string& next) { clock.Advance(next); };
   RunCandidate(req, *ref, dl, ctx, advance, cancel, &r);
-  if (r.metadata.contains("channel_broken") && !(cancel && cancel->load()) && !cancel_all_) {
+  if (!r.signals.channel_broken.empty() && !(cancel && cancel->load()) && !cancel_all_) {
     // A channel broken inside a frame is what a tampering candidate looks like, and also what a failure on this
     // side of it would look like: the candidate runs again on a fresh worker, once, and that run decides.
-    const nlohmann::json first = {{"outcome_detail", r.outcome_detail}, {"channel", r.metadata["channel_broken"]}};
+    const nlohmann::json first = {{"outcome_detail", r.outcome_detail}, {"channel", r.signals.channel_broken}};
     r = before;
     clock.Advance("load");
     RunCandidate(req, *ref, dl, ctx, advance, cancel, &r);

@@ -43,6 +43,8 @@ struct ReferenceData {
   std::optional<TimingStats> timing;  // timeline spans where the reference's kernels were recorded, else brackets
   ReferenceDeviceTiming device;       // what candidates' timelines are judged against
   nlohmann::json notes = nlohmann::json::object();
+  uint64_t worker_peak_bytes =
+      0;  // the reference worker's peak private memory (also notes' reference_worker_peak_bytes)
   size_t Bytes() const;
 };
 

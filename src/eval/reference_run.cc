@@ -346,7 +346,8 @@ void ReferenceRun::Finish() {
   ref_->notes["reference_frozen_s"] = std::chrono::duration<double>(w_->FrozenFor()).count();
   const auto& bw = ref_->notes.find(note::kDeviceCopyBandwidthGbps);
   if (bw != ref_->notes.end() && bw->is_number()) ref_->device.bandwidth_gbps = bw->get<double>();
-  ref_->notes["reference_worker_peak_bytes"] = ProcessPeakPrivateBytes(w_->harness_pid());  // for memory admission
+  ref_->worker_peak_bytes = ProcessPeakPrivateBytes(w_->harness_pid());  // for memory admission
+  ref_->notes["reference_worker_peak_bytes"] = ref_->worker_peak_bytes;
   w_->Send({{field::kType, kind::kFinish}});
   WorkerExit e;
   w_->WaitExit(Clock::now() + std::chrono::seconds(5), &e);

@@ -78,12 +78,11 @@ Verdict WorkerFailureVerdict(WorkerSession* w, const Status& s, const std::strin
 }
 
 Verdict HarnessErrorVerdict(WorkerSession* w, const nlohmann::json& header, const std::string& phase,
-                            nlohmann::json* metadata) {
+                            std::optional<std::string>* compilation_error, std::optional<std::string>* runtime_error) {
   const std::string fphase = header.value(field::kPhase, phase);
   const Outcome o = OutcomeFromName(header.value(field::kKind, "runtime_error")).value_or(Outcome::kRuntimeError);
   const std::string detail = header.value(field::kDetail, "");
   const std::string tb = header.value(field::kTraceback, "");
-  auto& md = *metadata;
   if (o == Outcome::kCompileError && header.value(field::kExtensionBuild, false)) {
     // The compiler's first errors, from the exception's text or else (verbose builds print the compiler's output
     // rather than raising it) from the worker's captured output, once it has exited.
@@ -93,19 +92,19 @@ Verdict HarnessErrorVerdict(WorkerSession* w, const nlohmann::json& header, cons
     if (lines.empty() && w->WaitExit(Clock::now() + std::chrono::seconds(3), &e))
       lines = CompilerErrorLines(log = w->Output());
     if (!lines.empty()) {
-      md["compilation_error"] = log;
+      *compilation_error = log;
       return Verdict::Of(o, lines + "\n(" + detail + ")");
     }
   }
   if (o == Outcome::kCompileError) {
-    md["compilation_error"] = tb.empty() ? detail : tb;
+    *compilation_error = tb.empty() ? detail : tb;
     return Verdict::Of(o, "compile error: " + detail);
   }
   if (o == Outcome::kResourceExhausted) {
-    md["runtime_error"] = tb;
+    *runtime_error = tb;
     return Verdict::Of(o, "out of memory during " + fphase + ": " + detail);
   }
-  md["runtime_error"] = tb.empty() ? detail : tb;
+  *runtime_error = tb.empty() ? detail : tb;
   return Verdict::Of(o, (o == Outcome::kRuntimeError ? "exception in " + fphase + ": " : fphase + ": ") + detail);
 }
 

@@ -3,6 +3,7 @@
 // an outcome a model can act on, worded for it.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "core/status.h"
@@ -28,8 +29,8 @@ Verdict WorkerFailureVerdict(WorkerSession* w, const Status& s, const std::strin
 
 // The verdict for the harness's error frame `header` (kind, phase, detail, traceback, extension build log) from the
 // candidate, during `phase` unless the frame names its own. The compiler's or the traceback's text goes to
-// (*metadata)["compilation_error"] or ["runtime_error"].
+// *compilation_error or *runtime_error (the candidate's facts, eval/candidate_facts.h).
 Verdict HarnessErrorVerdict(WorkerSession* w, const nlohmann::json& header, const std::string& phase,
-                            nlohmann::json* metadata);
+                            std::optional<std::string>* compilation_error, std::optional<std::string>* runtime_error);
 
 }  // namespace kgym

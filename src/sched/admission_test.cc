@@ -301,9 +301,8 @@ class FakeEvaluator : public Evaluator {
     EvalResult r;
     r.task_id = req.task_id;
     r.outcome = Outcome::kCorrect;
-    r.metadata["reference_cache_key"] = "ref-" + req.size;
-    r.metadata["host_memory"] = {
-        {"reference_bytes", 600}, {"trial_output_bytes", 100}, {"candidate_worker_peak_bytes", 200}};
+    r.signals.reference_cache_key = "ref-" + req.size;
+    r.signals.host_memory = {true, 600, 100, 200, 0};
     --running_;
     return r;
   }
@@ -475,15 +474,17 @@ TEST(AdmittedEvaluator, FootprintKeyAndMeasurement) {
   EvalResult none;
   EXPECT_FALSE(AdmittedEvaluator::Measured(none).known);  // e.g. a request rejected before its reference ran
   EvalResult r;
-  r.metadata["reference_cache_key"] = "k";
-  r.metadata["host_memory"] = {{"reference_bytes", 1000}, {"trial_output_bytes", 10}};
+  r.signals.reference_cache_key = "k";
+  r.signals.host_memory = {true, 1000, 10, 0, 0};
   Footprint f = AdmittedEvaluator::Measured(r);  // no worker measured: assume workers held the reference's size
   EXPECT_TRUE(f.known);
   EXPECT_EQ(f.shared_key, "k");
   EXPECT_EQ(f.shared_bytes, 1000u);
   EXPECT_EQ(f.private_bytes, 1010u);
-  r.metadata["reference_worker_peak_bytes"] = 300;
+  r.signals.host_memory.reference_worker_peak_bytes = 300;
   EXPECT_EQ(AdmittedEvaluator::Measured(r).private_bytes, 310u);
+  r.metadata["host_memory"] = {{"reference_bytes", 5}};  // the metadata is for the result's readers: never read back
+  EXPECT_EQ(AdmittedEvaluator::Measured(r).shared_bytes, 1000u);
 }
 
 TEST(HostMemory, ReadsThisMachine) {

@@ -10,13 +10,6 @@ namespace kgym {
 
 namespace {
 
-uint64_t U64(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return 0;
-  double v = it->get<double>();
-  return v > 0 ? static_cast<uint64_t>(v) : 0;
-}
-
 AdmissionOptions WithResident(AdmissionOptions o, Evaluator* inner) {
   if (!o.resident) o.resident = [inner] { return inner->CachedReferences(); };
   return o;
@@ -31,16 +24,16 @@ std::string AdmittedEvaluator::FootprintKey(const EvalRequest& req) { return Ref
 
 Footprint AdmittedEvaluator::Measured(const EvalResult& r) {
   Footprint f;
-  auto hm = r.metadata.find("host_memory");
-  if (hm == r.metadata.end() || !hm->is_object() || !hm->contains("reference_bytes")) return f;
+  const HostMemoryUse& hm = r.signals.host_memory;  // typed by the evaluator (core/evaluation.h EvalSignals)
+  if (!hm.known) return f;
   f.known = true;
-  f.shared_key = r.metadata.value("reference_cache_key", "");
-  f.shared_bytes = U64(*hm, "reference_bytes");
+  f.shared_key = r.signals.reference_cache_key;
+  f.shared_bytes = hm.reference_bytes;
   // The candidate's outputs of every trial stay here until the verdict; its worker (or, before it, the reference
   // worker doing the same computation) holds its own copies. Without a worker measurement, assume the workers held
   // as much as the reference data itself.
-  uint64_t worker = std::max(U64(*hm, "candidate_worker_peak_bytes"), U64(r.metadata, "reference_worker_peak_bytes"));
-  f.private_bytes = U64(*hm, "trial_output_bytes") + (worker > 0 ? worker : f.shared_bytes);
+  uint64_t worker = std::max(hm.candidate_worker_peak_bytes, hm.reference_worker_peak_bytes);
+  f.private_bytes = hm.trial_output_bytes + (worker > 0 ? worker : f.shared_bytes);
   return f;
 }
 

@@ -3,8 +3,8 @@
 // trial counts): the first evaluation of a configuration is "unknown" (admitted only while no other unknown one
 // runs), later ones reserve what the largest earlier one measured. Once the first one's reference data exists (it
 // moves on to "load"), an estimate from the cached reference stands in until that measurement (Estimate()). The
-// measurement comes from the wrapped evaluator's result metadata "host_memory" (reference bytes, bytes of trial
-// outputs, worker peaks).
+// measurement comes from the wrapped evaluator's result, typed (EvalResult::signals.host_memory: reference bytes,
+// bytes of trial outputs, worker peaks; metadata "host_memory" says the same to the result's readers).
 //
 // Waiting for memory does not count against the request's timeout_s. A cancel while waiting returns outcome
 // "invalid" / "cancelled" without running anything. The result's metadata gains "memory_admission"
