@@ -143,7 +143,8 @@ RedisWorker::RedisWorker(Evaluator* evaluator, RedisWorkerOptions options)
   if (options_.heartbeat_ms <= 0) options_.heartbeat_ms = std::max<int64_t>(1, options_.lease_ms / 3);
 }
 
-Status RedisWorker::Run(const std::atomic<bool>* stop) {
+Status RedisWorker::Run(const std::atomic<bool>* stop, double drain_timeout_s, const std::atomic<bool>* cut_short,
+                        int* stopped) {
   std::unique_ptr<RedisJobQueue> claimer, completer, beater;
   Status s = RedisJobQueue::Connect(options_.redis_url, options_.prefix, &claimer);
   if (s.code() == Status::Code::kUnavailable) {
@@ -225,21 +226,45 @@ Status RedisWorker::Run(const std::atomic<bool>* stop) {
     }
     sched.Submit(sj);
   }
-  // Graceful drain: no new claims; running jobs finish and report, heartbeats continue meanwhile. Results Redis will
-  // not take are given up a lease's length after the last evaluation ended: their jobs run again elsewhere.
+  // Graceful drain: no new claims; running jobs finish and report, heartbeats continue meanwhile, until the drain's
+  // deadline or *cut_short. Results Redis will not take are given up a lease's length after the last evaluation ended.
+  const auto drain_deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                                     std::chrono::duration<double>(drain_timeout_s));
   auto evaluations_ended = std::chrono::steady_clock::now();
   while (sink.HeldCount() > 0) {
-    if (sink.HeldCount() > sink.UndeliveredCount()) evaluations_ended = std::chrono::steady_clock::now();
-    if (std::chrono::steady_clock::now() - evaluations_ended > std::chrono::milliseconds(options_.lease_ms)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (sink.HeldCount() > sink.UndeliveredCount()) {
+      evaluations_ended = now;
+      if (now >= drain_deadline || (cut_short && cut_short->load())) {
+        std::fprintf(stderr, "kgym worker: stopping %zu evaluation(s) still running; their jobs go back to the queue\n",
+                     sink.HeldCount() - sink.UndeliveredCount());
+        break;
+      }
+    }
+    if (now - evaluations_ended > std::chrono::milliseconds(options_.lease_ms)) {
       std::fprintf(stderr, "kgym worker: redis did not take %zu result(s); their jobs will run again elsewhere\n",
                    sink.UndeliveredCount());
       break;
     }
     sink.WaitBelow(1, 200);
   }
-  sched.Stop();
+  sched.Stop();  // a stopped evaluation reports nothing: its job is still leased here
   beating = false;
   heartbeat.join();
+  // The jobs still held go back to the queue now rather than when their leases expire: each lease is cut to 1 ms and
+  // reaped (a result that reaches Redis later is refused, so each generation completes once).
+  const auto held = sink.Held();
+  if (!held.empty()) {
+    for (const auto& [id, gen] : held) {
+      LeaseState st;
+      (void)beater->Heartbeat(id, me, 1, &st);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    int requeued = 0;
+    if (beater->ReapExpiredLeases(&requeued).ok() && requeued > 0)
+      std::fprintf(stderr, "kgym worker: %d job(s) back in the queue\n", requeued);
+  }
+  if (stopped) *stopped = static_cast<int>(held.size());
   return Status::Ok();
 }
 
