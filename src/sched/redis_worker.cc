@@ -165,9 +165,15 @@ Status RedisWorker::Run(const std::atomic<bool>* stop, double drain_timeout_s, c
   size_t capacity = 0;
   for (auto& d : options_.devices) capacity += static_cast<size_t>(std::max(1, d.slots));
 
-  std::atomic<bool> beating{true};
+  bool beating = true;  // guarded by beat_mu; the heartbeat's wait ends at once when it turns false
+  std::mutex beat_mu;
+  std::condition_variable beat_cv;
   std::thread heartbeat([&] {
-    while (beating) {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> l(beat_mu);
+        if (!beating) break;
+      }
       sink.Deliver();
       for (auto& [id, gen] : sink.Held()) {
         LeaseState st;
@@ -178,7 +184,8 @@ Status RedisWorker::Run(const std::atomic<bool>* stop, double drain_timeout_s, c
       int requeued = 0;
       beater->ReapExpiredLeases(&requeued);
       if (requeued > 0) std::fprintf(stderr, "kgym worker: re-queued %d job(s) with expired leases\n", requeued);
-      std::this_thread::sleep_for(std::chrono::milliseconds(options_.heartbeat_ms));
+      std::unique_lock<std::mutex> l(beat_mu);
+      beat_cv.wait_for(l, std::chrono::milliseconds(options_.heartbeat_ms), [&] { return !beating; });
     }
   });
 
@@ -249,7 +256,11 @@ Status RedisWorker::Run(const std::atomic<bool>* stop, double drain_timeout_s, c
     sink.WaitBelow(1, 200);
   }
   sched.Stop();  // a stopped evaluation reports nothing: its job is still leased here
-  beating = false;
+  {
+    std::lock_guard<std::mutex> l(beat_mu);
+    beating = false;
+  }
+  beat_cv.notify_all();
   heartbeat.join();
   // The jobs still held go back to the queue now rather than when their leases expire: each lease is cut to 1 ms and
   // reaped (a result that reaches Redis later is refused, so each generation completes once).
