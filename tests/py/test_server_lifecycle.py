@@ -199,9 +199,15 @@ def _drain_case(tmp_path, name, extra, trials, drain_timeout):
         for i in ids:
             assert s.post("/v1/evaluations", _big_job(i, trials)).status == 202
         watch = Watch(s.proc.pid)
+        watch.in_flight, watch.processing = 0, 0
         deadline = time.time() + 240
         while time.time() < deadline:
             watch.sample()
+            if name == "alone":  # what admission holds in flight, and what /health calls processing
+                prom = s.get("/v1/metrics").body
+                watch.in_flight = max(watch.in_flight, int(re.search(r"^kgym_memory_admission_in_flight (\d+)$", prom,
+                                                                     re.M).group(1)))
+                watch.processing = max(watch.processing, s.get("/health").json()["queue_status"]["processing"])
             if name == "frozen" and watch.frozen > 0:
                 break
             if name == "alone" and "running it alone" in open(s.log.name).read():
@@ -240,6 +246,8 @@ def test_sigterm_ends_within_the_drain_timeout_and_the_jobs_finish_after_the_nex
     assert "stopped (" in log
     if name == "frozen":
         assert watch.frozen >= 1  # a timed hold had its neighbours stopped when the signal came
+    else:  # every evaluation is larger than the budget: each runs alone, and /health says one is processing
+        assert watch.in_flight == 1 and watch.processing == 1, (watch.in_flight, watch.processing)
     # Nothing of ours outlives the supervisor: every process it ever had is gone, and so are its cgroups.
     assert len(watch.seen) >= 2, watch.seen  # the zygote and at least one worker were counted
     assert _gone_within(watch.seen) == []
