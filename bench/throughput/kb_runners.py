@@ -90,6 +90,7 @@ def kgym_verdict(res):
               "phase_s": md.get("phase_s") or {}, "detail": (res.get("outcome_detail") or "")[:300],
               "timing_lock": md.get("timing_lock"), "reference_timing_lock": md.get("reference_timing_lock"),
               "reference_cache_key": md.get("reference_cache_key"),
+              "account": md.get("account"),  # where its wall and device time went (src/eval/account.h)
               # the reference gave the same outputs on every default draw (and, for reference_insensitive, on
               # every trial): a degenerate problem at these sizes (eval/reference_run.cc, CheckSensitivity)
               "flags": [k for k in ("reference_default_insensitive", "reference_insensitive") if md.get(k)]}

@@ -22,8 +22,11 @@ rm -rf .kb && mkdir -p .kb/KernelBench .kb/KernelGYM .kb/redis/lib
 # KernelBench: levels 1 and 2 and the harness modules (not its prompts, scripts or results).
 git --git-dir="$KB_MIRROR" archive HEAD KernelBench/level1 KernelBench/level2 src/kernelbench \
   | tar -x -C .kb/KernelBench --exclude='src/kernelbench/prompts' --exclude='src/kernelbench/unit_tests'
-# KernelGYM: its Python package only (no stale bytecode).
-git --git-dir="$KG_MIRROR" archive HEAD kernelgym | tar -x -C .kb/KernelGYM --exclude='__pycache__'
+# KernelGYM: its Python package only (no stale bytecode); skipped where no mirror was fetched (the KernelGYM runner
+# then fails to start and the others run on).
+if [ -d "$KG_MIRROR" ]; then
+  git --git-dir="$KG_MIRROR" archive HEAD kernelgym | tar -x -C .kb/KernelGYM --exclude='__pycache__'
+fi
 # redis-server and the libraries it loads beyond glibc and the C++ runtime (the GPU machine runs another
 # distribution; run_kernelbench_h200.sh points LD_LIBRARY_PATH at .kb/redis/lib for redis-server alone).
 rs="$(command -v redis-server)"
@@ -34,7 +37,7 @@ ldd "$rs" | awk '$3 ~ /^\// {print $3}' \
 strip .kb/redis/redis-server 2>/dev/null || true
 {
   echo "KernelBench $(git --git-dir="$KB_MIRROR" rev-parse HEAD)"
-  echo "KernelGYM $(git --git-dir="$KG_MIRROR" rev-parse HEAD)"
+  echo "KernelGYM $(git --git-dir="$KG_MIRROR" rev-parse HEAD 2>/dev/null || echo 'not fetched')"
   echo "redis-server $("$rs" --version)"
 } > .kb/SOURCES.txt
 

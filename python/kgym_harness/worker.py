@@ -22,7 +22,7 @@ from . import channel, recorder
 from .correctness import serve_candidate, serve_reference
 from .load import load
 from .protocol import Field, Kind, Note, Role
-from .runner import Reported, Runner, _send_error, init_cuda, send_note
+from .runner import Reported, Runner, _send_error, init_cuda, send_note, warm_libraries
 from .timing import timing_loop
 
 
@@ -35,6 +35,7 @@ def _prepare_process(role):
         # The context is made before the hello, so a worker started ahead of need (a spare) is ready for work.
         try:
             init_cuda()
+            warm_libraries()
         except Exception:  # noqa: BLE001 - the job's own load reports a broken device
             pass
     torch.ones(1 << 16).sum().item()  # the CPU thread pool

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "eval/account.h"
 #include "eval/background_check.h"
 #include "eval/contention.h"
 #include "eval/gpu_timing.h"
@@ -129,6 +130,7 @@ class CandidateRun {
   End Judge();
   End JudgeTimingRules();
   void ReportTime();
+  void AccountGpuWork();
   void Finish();
 
   // An exchange that failed: the worker's end (which explains a frame it broke off as it died), channel tampering
@@ -439,14 +441,18 @@ End CandidateRun::SendPool() {
 End CandidateRun::Timing() {
   if (progress_) progress_("timing");
   phase_ = "timing";
+  const Clock::time_point pool0 = Clock::now();
   if (End end = SendPool()) return end;
+  md_["timing_pool_s"] = Seconds(Clock::now() - pool0);
   const bool cuda = req_.device == "cuda";
   const bool recorded = cuda && w_->hello().value(field::kRecorder, "") == "on" && ref_.device.span_median_ms >= 0;
   const TimedCallsParams p = TimingParams(cuda);
   // Counted afresh: threads a lazy pool started in the first trials do not carry over.
   timed_watch_ = std::make_unique<ProcessWatch>(w_->harness_pid(), w_->hello_threads(), true, CpuClockFor(req_.device));
   // The worker readies its live inputs and flush buffer before the lock: only the timed part holds the device.
+  const Clock::time_point prepare0 = Clock::now();
   Status s = StartTimedCalls(w_.get(), p, dl_.at);
+  md_["timing_prepare_s"] = Seconds(Clock::now() - prepare0);
   TimedAttempts a(w_.get(), ctx_.timing, TimingLock::DeviceOf(req_), dl_.at, timed_watch_.get(), &timing_.lock_use);
   if (s.ok()) {
     TimedAttempts::Hooks hooks;
@@ -462,6 +468,7 @@ End CandidateRun::Timing() {
   timing_.shared = a.shared;
   timing_.attempts = a.attempts;
   timing_.first_call = a.last.first_call;
+  md_["timeline_fetch_s"] = a.timeline_fetch_s;
   if (timing_.timeline && s.ok()) s = BurstsWhereTheyCount(a.last);
   ReportCallCount(p);
   const nlohmann::json parts = a.times.ToJson();  // named: items() refers to it
@@ -651,8 +658,20 @@ End CandidateRun::Judge() {
   return std::nullopt;
 }
 
+// The device work of the candidate's worker by what it was for (eval/account.h), from its timeline.
+void CandidateRun::AccountGpuWork() {
+  if (!timing_.timeline || !timing_.timeline->ok) return;
+  RequiredCalls req;
+  for (const auto& t : ref_.trials)
+    if (!t.skipped) req.default_trial.push_back(t.variant == "default");
+  req.first_call = timing_.first_call;
+  req.timed_calls = static_cast<int>(timing_.calls.bracket_ms.size());
+  md_["gpu_work"] = GpuWorkOf(timing_.timeline->timeline, req).ToJson();
+}
+
 // The worker's end: asked to finish (it says bye and exits), its peak memory and output kept.
 void CandidateRun::Finish() {
+  AccountGpuWork();
   if (ctx_.timing->quiet()) md_["quiet_wait_s"] = quiet_wait_s_;
   if (lent_) md_["lent_buffers"] = {{"bytes", lent_->bytes()}, {"made", lent_->made()}, {"used", outputs_lent_.load()}};
   if (!w_) return;
@@ -660,9 +679,11 @@ void CandidateRun::Finish() {
   md_["frozen_s"] = Seconds(w_->FrozenFor());
   SamplePeak();
   if (worker_peak_ > 0) md_["host_memory"]["candidate_worker_peak_bytes"] = worker_peak_;
+  const Clock::time_point finish0 = Clock::now();
   if (!w_->killed()) w_->Send({{field::kType, kind::kFinish}});
   WorkerExit e;
   w_->WaitExit(Clock::now() + std::chrono::seconds(3), &e);
+  md_["finish_s"] = Seconds(Clock::now() - finish0);
   md_["stdout_tail"] = w_->Output();
   md_["stdout_bytes"] = w_->OutputBytes();
 }

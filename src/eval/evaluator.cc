@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/runtime_files.h"
+#include "eval/account.h"
 #include "eval/candidate_run.h"
 #include "eval/extension_cache.h"
 #include "eval/lent_buffers.h"
@@ -106,18 +107,22 @@ class EvaluatorImpl : public Evaluator, public WorkerSource {
   }
   Status Fork(const std::string& role, const nlohmann::json& policy, const std::string& device,
               Clock::time_point deadline, std::unique_ptr<WorkerSession>* out) {
-    Status s = WorkerSession::Start(zygote_.get(), {{"role", role}, {"policy", policy}}, deadline, out);
-    if (*out) {
-      if (auto e = timing_.Enlist(device, out->get()); e) (*out)->KeepUntilEnd(std::shared_ptr<void>(std::move(e)));
-    }
-    return s;
+    // Enlisted from its fork on (before its CUDA context is made), so a hold also stops a worker still starting.
+    return WorkerSession::Start(zygote_.get(), {{"role", role}, {"policy", policy}}, deadline, out,
+                                [&](WorkerSession* w) {
+                                  if (auto e = timing_.Enlist(device, w); e)
+                                    w->KeepUntilEnd(std::shared_ptr<void>(std::move(e)));
+                                });
   }
   // Reference data, from the cache or a pristine worker; a reference that failed says so in its error_kind. Its
   // note "reference_prepared_by" says who computed it: "evaluation" or "look-ahead" (PrepareReference).
+  // *made: whether this call computed it (each configuration's reference is timed once per server, however many
+  // evaluations ask for it).
   std::shared_ptr<const ReferenceData> Reference(const EvalRequest& req, const Deadline& dl, const RunContext& ctx,
-                                                 const char* prepared_by) {
+                                                 const char* prepared_by, bool* made = nullptr) {
     const std::string key = ReferenceKey(req);
     return references_.Get(key, [&] {
+      if (made) *made = true;
       auto data = RunReference(req, key, dl, ctx);
       data->notes["reference_prepared_by"] = prepared_by;
       return data;
@@ -247,8 +252,10 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
   }
   const RunContext ctx = Context();
   clock.Advance("reference");
-  auto ref = Reference(req, dl, ctx, "evaluation");
+  bool made = false;
+  auto ref = Reference(req, dl, ctx, "evaluation", &made);
   md["reference_cache_key"] = ref->key;
+  md["reference_made_here"] = made;
   // What this evaluation holds in this process, for memory admission (sched/admitted_evaluator.h).
   md["host_memory"] = {{"reference_bytes", ref->Bytes()},
                        {"trial_output_bytes", HeldOutputBytes(*ref, opt_.lent_buffers)}};
@@ -258,6 +265,9 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
         .ApplyTo(&r);
     const std::string& out = ref->error_output;
     md["reference_output"] = out.size() > 8000 ? out.substr(out.size() - 8000) : out;
+    clock.Advance("done");
+    md["phase_s"].erase("done");
+    md["account"] = AccountFromMetadata(md);
     return r;
   }
   if (cancel && cancel->load()) return cancelled("cancelled");
@@ -277,6 +287,7 @@ EvalResult EvaluatorImpl::Evaluate(const EvalRequest& req, const ProgressFn& pro
   clock.Advance("done");
   md["phase_s"].erase("done");
   md["evaluation_s"] = Seconds(Clock::now() - t0);
+  md["account"] = AccountFromMetadata(md);
   return r;
 }
 

@@ -274,6 +274,8 @@ void ReferenceRun::RecordTimeline(const TimedCallsResult& timed, const WorkerTim
       notes["reference_null_call_median_ms"] = ref_->device.null_ms;
       notes["reference_host_ms"] = std::max(0.0, ref_->device.gap_ms - ref_->device.null_ms);
     }
+    // All of the reference worker's device work (its trials, oracle and timed calls), paid once per configuration.
+    notes["reference_gpu_s"] = static_cast<double>(tl.timeline.BusyNs()) / 1e9;
     notes["reference_timeline_busy_median_ms"] = Median(Unshared(sp.busy_ms, shared));
     notes["reference_timeline_kernel_sum_median_ms"] = Median(Unshared(sp.kernel_ms, shared));
     notes["reference_harness_overhead_ms"] = ref_->device.gap_ms;

@@ -30,7 +30,9 @@ Status TimedAttempts::Run(TimedCallsParams p, bool recorded, const Hooks& hooks)
     timeline.reset();
     if (!s.ok() || !recorded || (hooks.timeline_wanted && !hooks.timeline_wanted())) return s;
     timeline = std::make_unique<WorkerTimeline>();
+    const Clock::time_point f0 = Clock::now();
     timeline_status = FetchTimeline(w_, deadline_, timeline.get());
+    timeline_fetch_s += std::chrono::duration<double>(Clock::now() - f0).count();
     if (!timeline_status.ok() && timeline->problem.empty()) timeline->problem = timeline_status.ToString();
     if (!timeline_status.ok() || !timeline->ok) return s;
     FindShared(p);

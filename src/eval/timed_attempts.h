@@ -47,6 +47,7 @@ class TimedAttempts {
   Status timeline_status;                    // its fetch
   SharedCalls shared;                        // the last attempt's calls that shared the device
   ExchangeTimes times;                       // every attempt's, summed
+  double timeline_fetch_s = 0;               // the streams' fetches (after the lock), summed
   int attempts = 0;
   TimedCallsParams last;  // the last attempt's parameters (its first_call)
 

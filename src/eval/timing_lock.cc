@@ -38,12 +38,15 @@ int TimingLock::MarkHeld(const std::string& device, bool held, Freezable* own, b
     d.held = held;
     if (held) {
       d.holder = own;
-      bool all = true;
+      // Every neighbour is asked to stop first, then all are awaited together (sandbox/freezer.h).
       for (Freezable* w : d.workers)
         if (w != own) {
-          all &= w->Freeze();
+          w->StartFreeze();
           d.frozen.insert(w);
         }
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kFreezeWaitUs);
+      bool all = true;
+      for (Freezable* w : d.frozen) all &= w->AwaitFrozen(until);
       frozen = static_cast<int>(d.frozen.size());
       if (all_stopped) *all_stopped = all;
     } else {
@@ -125,7 +128,7 @@ TimedHold::TimedHold(TimingLock* locks, const std::string& device, LockUse* use,
   held_at_ = std::chrono::steady_clock::now();
   use_->freeze_s += std::chrono::duration<double>(held_at_ - f0).count();
   use_->acquisitions++;
-  use_->wait_s += std::chrono::duration<double>(held_at_ - t0).count();
+  use_->wait_s += std::chrono::duration<double>(f0 - t0).count();  // the lock itself; freezing is freeze_s
   use_->holds.emplace_back(UnixNow(), -1);
 }
 

@@ -19,8 +19,8 @@
 // device but its own (sandbox/freezer.h: cgroup freezer or SIGSTOP) from its acquisition to its release, so no other
 // process of ours launches work on the device while timed calls run: loads, correctness trials, Triton autotuning,
 // warm-ups in __init__ and references all stop where they are. The release thaws them before the lock is free for the
-// next hold, and a worker enlisted during a hold is frozen at once (a worker is enlisted once it has said hello: one
-// started during a hold makes its CUDA context first). What freezing does not stop is work a frozen
+// next hold, and a worker enlisted during a hold is frozen at once (a worker is enlisted from its fork on, before it
+// makes its CUDA context: context creation beside timed calls slowed them). What freezing does not stop is work a frozen
 // process had already queued on the device (a kernel launched before the freeze runs on); the hold's timed calls see
 // that (eval/timed_calls.h: the drain probe; eval/contention.h). Freezing never breaks a frozen worker: its session
 // does not count frozen time against its deadlines (sandbox/worker_session.h), a process stops only at a return to
@@ -119,8 +119,9 @@ class TimingLock::Enlisted {
 struct LockUse {
   int acquisitions = 0;
   double wait_s = 0, hold_s = 0;
+  // wait_s: for the lock itself; hold_s: from the neighbours' stop to the start of their thaw.
   // Exclusive device time: the neighbours its holds froze (summed over holds), the seconds freezing and thawing took
-  // (inside the holds), and the holds in which some neighbour did not stop in time.
+  // (beside wait_s and hold_s: the lock is held meanwhile), and the holds in which some neighbour did not stop in time.
   int neighbours_frozen = 0;
   double freeze_s = 0;
   int freeze_incomplete = 0;

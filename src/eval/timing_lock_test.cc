@@ -214,6 +214,47 @@ TEST(ExclusiveDeviceTest, OffEnlistsNothing) {
   EXPECT_TRUE(log.empty());
 }
 
+// A worker stand-in whose stop takes two calls, as a real one's does: StartFreeze asks, AwaitFrozen waits.
+class TwoStepWorker : public Freezable {
+ public:
+  TwoStepWorker(std::string name, std::vector<std::string>* log) : name_(std::move(name)), log_(log) {}
+  bool Freeze() override {
+    StartFreeze();
+    return AwaitFrozen(std::chrono::steady_clock::now());
+  }
+  void Thaw() override { log_->push_back("thaw " + name_); }
+  void StartFreeze() override { log_->push_back("start " + name_); }
+  bool AwaitFrozen(std::chrono::steady_clock::time_point) override {
+    log_->push_back("await " + name_);
+    return true;
+  }
+
+ private:
+  std::string name_;
+  std::vector<std::string>* log_;
+};
+
+// A hold's cost is its slowest neighbour's stop, not the sum: every neighbour is asked before any is awaited.
+TEST(ExclusiveDeviceTest, AHoldAsksEveryNeighbourToStopBeforeAwaitingAny) {
+  TimingLock locks;
+  std::vector<std::string> log;
+  TwoStepWorker mine("mine", &log), a("a", &log), b("b", &log), c("c", &log);
+  auto e0 = locks.Enlist("cuda:0", &mine);
+  auto e1 = locks.Enlist("cuda:0", &a);
+  auto e2 = locks.Enlist("cuda:0", &b);
+  auto e3 = locks.Enlist("cuda:0", &c);
+  LockUse use;
+  {
+    TimedHold hold(&locks, "cuda:0", &use, &mine);
+    ASSERT_EQ(log.size(), 6u);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(log[i].rfind("start ", 0), 0u) << log[i];
+    for (int i = 3; i < 6; ++i) EXPECT_EQ(log[i].rfind("await ", 0), 0u) << log[i];
+    for (const auto& l : log) EXPECT_EQ(l.find("mine"), std::string::npos);  // the holder's own worker runs
+  }
+  EXPECT_EQ(use.neighbours_frozen, 3);
+  EXPECT_EQ(use.freeze_incomplete, 0);
+}
+
 TEST(TimingLockTest, DeviceOfRequest) {
   EvalRequest req;
   req.device = "cuda";

@@ -209,25 +209,43 @@ bool WorkerFreezer::frozen() const {
 }
 
 bool WorkerFreezer::Freeze() {
+  StartFreeze();
+  return AwaitFrozen(SteadyClock::now() + std::chrono::microseconds(kFreezeWaitUs));
+}
+
+void WorkerFreezer::StartFreeze() {
   std::lock_guard<std::mutex> l(mu_);
-  if (frozen_ || pid_ <= 0) return frozen_;
+  if (frozen_ || pid_ <= 0) return;
   frozen_ = true;
-  return cgroup_.empty() ? FreezeSignals() : FreezeCgroup();
+  if (cgroup_.empty())
+    SignalTree();
+  else if (!WriteFile(cgroup_ + "/cgroup.freeze", "1"))
+    cgroup_write_failed_ = true;
 }
 
-bool WorkerFreezer::FreezeCgroup() {
-  if (!WriteFile(cgroup_ + "/cgroup.freeze", "1")) return false;
-  const auto until = SteadyClock::now() + std::chrono::microseconds(kFreezeWaitUs);
-  while (true) {
-    if (ReadFile(cgroup_ + "/cgroup.events").find("frozen 1") != std::string::npos) return true;
-    if (SteadyClock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+bool WorkerFreezer::AwaitFrozen(SteadyClock::time_point until) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!frozen_) return false;
+  if (!cgroup_.empty()) {
+    if (cgroup_write_failed_) return false;
+    while (ReadFile(cgroup_ + "/cgroup.events").find("frozen 1") == std::string::npos) {
+      if (SteadyClock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    return true;
   }
+  for (pid_t p : stopped_)
+    while (!Stopped(ProcessState(p))) {
+      if (SteadyClock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  return true;
 }
 
-bool WorkerFreezer::FreezeSignals() {
-  ::kill(-pid_, SIGSTOP);  // the worker's process group, in one call
-  // Then every process of its tree, until a walk finds none it has not stopped (one that forked meanwhile).
+// SIGSTOP to the worker's process group, in one call, then to every process of its tree, until a walk finds none it
+// has not stopped (one that forked meanwhile).
+void WorkerFreezer::SignalTree() {
+  ::kill(-pid_, SIGSTOP);
   for (int round = 0; round < 8; ++round) {
     bool more = false;
     for (pid_t p : ProcessTree(pid_))
@@ -237,19 +255,13 @@ bool WorkerFreezer::FreezeSignals() {
       }
     if (!more) break;
   }
-  const auto until = SteadyClock::now() + std::chrono::microseconds(kFreezeWaitUs);
-  for (pid_t p : stopped_)
-    while (!Stopped(ProcessState(p))) {
-      if (SteadyClock::now() >= until) return false;
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-  return true;
 }
 
 void WorkerFreezer::Thaw() {
   std::lock_guard<std::mutex> l(mu_);
   if (!frozen_) return;
   frozen_ = false;
+  cgroup_write_failed_ = false;
   if (!cgroup_.empty()) {
     WriteFile(cgroup_ + "/cgroup.freeze", "0");
     return;

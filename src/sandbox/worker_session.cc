@@ -21,7 +21,7 @@ namespace kind = protocol::kind;
 namespace field = protocol::field;
 
 Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::time_point deadline,
-                            std::unique_ptr<WorkerSession>* out) {
+                            std::unique_ptr<WorkerSession>* out, const std::function<void(WorkerSession*)>& on_forked) {
   int sv[2], pipefd[2];
   if (fault::Hit("worker.spawn")) return Status::IOError("socketpair: Too many open files (fault point)");
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
@@ -51,6 +51,7 @@ Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::t
   if (freeze != FreezeMode::kOff) w->freezer_ = std::make_unique<WorkerFreezer>(w->pid_, cgroup);
   w->chan_ = sv[0];
   w->capture_ = std::make_unique<OutputCapture>(pipefd[0], 16 * 1024, 48 * 1024);
+  if (on_forked) on_forked(w.get());
   Frame f;
   s = w->Recv(deadline, &f);
   if (!s.ok()) {
@@ -61,6 +62,12 @@ Status WorkerSession::Start(Zygote* zygote, const nlohmann::json& spec, Clock::t
   if (!cgroup.empty() && !w->hello_.value(field::kProtections, nlohmann::json::object()).value("cgroup", false)) {
     w->freezer_ = std::make_unique<WorkerFreezer>(w->pid_, "");
     ::rmdir(cgroup.c_str());
+    bool frozen;
+    {
+      std::lock_guard<std::mutex> l(w->frozen_mu_);
+      frozen = w->frozen_;
+    }
+    if (frozen) w->freezer_->Freeze();  // a hold froze it through the cgroup it never joined
   }
   w->fault_scope_ = spec.value("role", "");
   // The harness is the deepest process of the worker's chain: the outside process itself when there is no PID
@@ -102,14 +109,22 @@ Status WorkerSession::Send(const nlohmann::json& header, const std::string& payl
 }
 
 bool WorkerSession::Freeze() {
-  if (!freezer_) return false;
-  const bool all = freezer_->Freeze();
+  StartFreeze();
+  return AwaitFrozen(std::chrono::steady_clock::now() + std::chrono::microseconds(kFreezeWaitUs));
+}
+
+void WorkerSession::StartFreeze() {
+  if (!freezer_) return;
+  freezer_->StartFreeze();
   std::lock_guard<std::mutex> l(frozen_mu_);
   if (!frozen_) {
     frozen_ = true;
     frozen_since_ = Clock::now();
   }
-  return all;
+}
+
+bool WorkerSession::AwaitFrozen(std::chrono::steady_clock::time_point until) {
+  return freezer_ && freezer_->AwaitFrozen(until);
 }
 
 void WorkerSession::Thaw() {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -26,8 +27,12 @@ class WorkerSession : public Freezable {
  public:
   // Forks a worker with `spec` ({"role", "policy"}) and reads its hello (bounded by `deadline`). Where workers are
   // frozen through cgroups, the policy gets the worker's cgroup ("cgroup"), which its outside process joins first.
+  // `on_forked`, when set, is called with the session once its process exists and can be frozen, before its hello (the
+  // evaluator enlists it on its device's timing lock there, so a timed hold also stops a worker still making its
+  // CUDA context: context creation beside timed calls slowed them, eval/spare_pool.h).
   static Status Start(Zygote* zygote, const nlohmann::json& spec, Clock::time_point deadline,
-                      std::unique_ptr<WorkerSession>* out);
+                      std::unique_ptr<WorkerSession>* out,
+                      const std::function<void(WorkerSession*)>& on_forked = nullptr);
   ~WorkerSession();  // kills the worker if it is still running
 
   Status Send(const nlohmann::json& header, const std::string& payload = "",
@@ -52,6 +57,8 @@ class WorkerSession : public Freezable {
   // (KGYM_FREEZER=off) or not all of it stopped in time. Thread-safe, also while another thread talks to the worker.
   bool Freeze() override;
   void Thaw() override;
+  void StartFreeze() override;  // Freeze() in two halves (sandbox/freezer.h)
+  bool AwaitFrozen(std::chrono::steady_clock::time_point until) override;
   // Keeps `token` until the session ends: destroyed first thing in the destructor, while the worker still runs (the
   // evaluator's enlistment of the worker on its device's timing lock, eval/timing_lock.h).
   void KeepUntilEnd(std::shared_ptr<void> token) { end_token_ = std::move(token); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "eval/account.h"
 #include "sched/host_memory.h"
 
 namespace kgym {
@@ -94,6 +95,7 @@ EvalResult AdmittedEvaluator::Evaluate(const EvalRequest& req, const ProgressFn&
   info["oversized"] = ticket->oversized();
   if (m.known) info["measured_bytes"] = m.Total();
   r.metadata["memory_admission"] = info;
+  AddToAccount(&r.metadata, "memory", ticket->waited_s());
   return r;
 }
 

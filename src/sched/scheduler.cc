@@ -7,6 +7,8 @@
 #include <set>
 #include <tuple>
 
+#include "eval/account.h"
+
 namespace kgym {
 
 namespace {
@@ -378,6 +380,7 @@ void Scheduler::RunOne(Device* dev, std::unique_ptr<Entry> e) {
     req.timeout_s = std::min(req.timeout_s, left);
     job.attempts++;
     listener_->OnStarted(job, dev->name, job.attempts);
+    const double queued_s = SteadyNow() - e->phase_start;  // since it was queued (or queued again for a retry)
     RecordPhase(e.get(), "starting");
     Entry* raw = e.get();
     res = evaluator_->Evaluate(
@@ -388,6 +391,7 @@ void Scheduler::RunOne(Device* dev, std::unique_ptr<Entry> e) {
         },
         &e->cancel);
     RecordPhase(e.get(), "");
+    AddToAccount(&res.metadata, "queue", queued_s);
     evaluated = true;
   }
   res.task_id = job.id;

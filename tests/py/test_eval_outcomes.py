@@ -41,6 +41,12 @@ def test_correct_rewrite(kgym):
     phases = r["metadata"]["phase_s"]
     assert {"reference", "load", "correctness", "timing"} <= set(phases)
     assert sum(phases.values()) <= r["metadata"]["evaluation_s"]
+    # The account of it (src/eval/account.h): the same time in finer parts, the timing phase split by the lock.
+    a = r["metadata"]["account"]
+    assert {"worker_start", "load", "correctness", "lock_wait", "freeze", "hold", "timing_other"} <= set(a["wall"])
+    assert sum(a["wall"].values()) == pytest.approx(a["wall_s"])
+    assert a["wall_s"] == pytest.approx(r["metadata"]["evaluation_s"], rel=0.01, abs=0.01)
+    assert a["reference_made_here"] is True  # kgym eval: a fresh evaluator makes its reference
 
 
 @pytest.mark.parametrize("name,outcome,needle", [
