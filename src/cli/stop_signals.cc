@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include "sandbox/freezer.h"
+
 namespace kgym::cli {
 
 namespace {
@@ -54,7 +56,8 @@ int DrainOrExit(const std::string& who, double drain_timeout_s, std::atomic<bool
                    "unfinished and run after the next start)\n",
                    who.c_str(), kStopGraceS);
       std::fflush(stderr);
-      std::_Exit(1);  // the zygote sees its control socket close and takes its workers with it
+      KillWorkerCgroups();  // where workers have cgroups: they and their cgroups go now
+      std::_Exit(1);        // the zygote sees its control socket close and takes its workers with it
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

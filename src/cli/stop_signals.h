@@ -2,8 +2,9 @@
 // evaluations may finish until the drain timeout, and those still running then are stopped (their jobs stay
 // unfinished in the store, or leased in Redis, and run after the next start). A second signal cuts the drain short:
 // running evaluations are stopped at once. If stopping them takes longer than kStopGraceS (an evaluation that does
-// not honour its cancel), the process exits anyway: its zygote sees its control socket close and exits, and every
-// worker it forked dies with it (parent-death signals), so nothing of ours outlives the process.
+// not honour its cancel), the process exits anyway: the workers' cgroups (where they have them) are killed and removed,
+// its zygote sees its control socket close and exits, and every worker it forked dies with it (parent-death signals),
+// so nothing of ours outlives the process.
 #pragma once
 
 #include <atomic>
