@@ -131,6 +131,20 @@ class CompletionSink : public SchedulerListener {
   std::string worker_;
   std::map<std::string, Job> jobs_;
 };
+// The jobs still held at a stop go back to the queue now rather than when their leases expire: each lease is cut to
+// 1 ms and reaped (a result that reaches Redis later is refused, so each generation completes once).
+void GiveBack(RedisJobQueue* q, const std::string& me, const std::map<std::string, int64_t>& held) {
+  if (held.empty()) return;
+  for (const auto& [id, gen] : held) {
+    LeaseState st;
+    (void)q->Heartbeat(id, me, 1, &st);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  int requeued = 0;
+  if (q->ReapExpiredLeases(&requeued).ok() && requeued > 0)
+    std::fprintf(stderr, "kgym worker: %d job(s) back in the queue\n", requeued);
+}
+
 }  // namespace
 
 RedisWorker::RedisWorker(Evaluator* evaluator, RedisWorkerOptions options)
@@ -262,19 +276,8 @@ Status RedisWorker::Run(const std::atomic<bool>* stop, double drain_timeout_s, c
   }
   beat_cv.notify_all();
   heartbeat.join();
-  // The jobs still held go back to the queue now rather than when their leases expire: each lease is cut to 1 ms and
-  // reaped (a result that reaches Redis later is refused, so each generation completes once).
   const auto held = sink.Held();
-  if (!held.empty()) {
-    for (const auto& [id, gen] : held) {
-      LeaseState st;
-      (void)beater->Heartbeat(id, me, 1, &st);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    int requeued = 0;
-    if (beater->ReapExpiredLeases(&requeued).ok() && requeued > 0)
-      std::fprintf(stderr, "kgym worker: %d job(s) back in the queue\n", requeued);
-  }
+  GiveBack(beater.get(), me, held);
   if (stopped) *stopped = static_cast<int>(held.size());
   return Status::Ok();
 }
