@@ -41,7 +41,8 @@ inline void AddEvaluatorFlags(CLI::App* sub, EvaluatorChoice* c) {
   AddSharedOption(sub, "--unsafe-no-sandbox", &c->unsafe_no_sandbox);
   AddMemBudgetFlag(sub, &c->mem_budget_gb);
   sub->add_option("--spare-workers", c->spare_workers,
-                  "candidate workers per sandbox policy kept started ahead of need (0 = none)")
+                  "candidate workers per sandbox policy kept started ahead of need (0 = none; default: 4 for a GPU, "
+                  "1 for the CPU)")
       ->check(CLI::Range(0, 64));
   sub->add_option("--lent-buffers", c->lent_buffers,
                   "output buffers lent to each candidate's worker for outputs of 1 MiB or more (0 = none: the worker "

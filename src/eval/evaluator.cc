@@ -60,7 +60,7 @@ class EvaluatorImpl : public Evaluator, public WorkerSource {
         ext_cache_(opt_.extension_cache_root),
         references_(opt_.reference_cache_bytes),
         timing_(opt_.quiet_timing, opt_.freeze_neighbours),
-        spares_(opt_.spare_workers) {
+        spares_(std::max(1, opt_.spare_workers)) {
     std::random_device rd;
     secret_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }
@@ -189,7 +189,8 @@ Status EvaluatorImpl::StartCandidate(const EvalRequest& req, const std::string& 
                                      std::string* how) {
   const nlohmann::json policy = Policy(req, role::kCandidate, extension_dir);
   *how = "fresh";
-  if (opt_.spare_workers > 0 && extension_dir.empty()) {
+  const int depth = opt_.spare_workers != kAutoSpares ? opt_.spare_workers : req.device == "cuda" ? kGpuSpares : 1;
+  if (depth > 0 && extension_dir.empty()) {
     nlohmann::json key = policy;
     key.erase("scratch");  // every worker gets its own scratch directory
     *how = spares_.Take(
@@ -198,7 +199,7 @@ Status EvaluatorImpl::StartCandidate(const EvalRequest& req, const std::string& 
           return Fork(role::kCandidate, Policy(req, role::kCandidate), TimingLock::DeviceOf(req),
                       Clock::now() + std::chrono::seconds(120), w);
         },
-        out);
+        out, depth);
     if (*out && (*out)->Alive()) return Status::Ok();
     out->reset();
     *how = "fresh";

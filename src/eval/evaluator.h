@@ -28,6 +28,8 @@ namespace kgym {
 
 struct AdmissionStats;  // sched/admission.h
 
+constexpr int kAutoSpares = -1, kGpuSpares = 4;
+
 struct EvaluatorOptions {
   std::string python;        // interpreter with torch; "" = PythonInterpreter() (core/runtime_files.h)
   std::string harness_path;  // directory holding the kgym_harness package; "" = PythonPackageDir()
@@ -45,7 +47,10 @@ struct EvaluatorOptions {
   // Candidate workers per sandbox policy kept started ahead of need (sandbox set up, CUDA context made), so an
   // evaluation does not wait for them (eval/spare_pool.h: why one). 0 for one-shot use (kgym eval), where they would
   // be wasted work.
-  int spare_workers = 1;
+  // kAutoSpares: kGpuSpares for a GPU's policy, 1 for the CPU's. On an H100 (2026-12-07) most of 16 slots' candidates
+  // waited for a fresh worker (~2.9 s under load) with one spare; workers are frozen by timed holds from their fork on,
+  // so spares being made no longer slow timed calls.
+  int spare_workers = kAutoSpares;
   // Other evaluations' device work outside the timing lock starts only between timed holds (eval/timing_lock.h:
   // quiet timing); off: it overlaps the timed calls (a GPU time-slices between processes).
   bool quiet_timing = false;

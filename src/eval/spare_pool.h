@@ -1,9 +1,9 @@
 // SparePool: up to `depth` workers per key (a sandbox policy) started ahead of need, so an evaluation does not wait
 // for a fork, a sandbox and a CUDA context. Take() hands out a spare for a key and keeps `depth` ready or on their way
-// in the background. More is not always faster: on an H100 at 16 slots (KernelBench level 2, 2026-12-06), depth 4
-// cut the queue for spares (a start takes ~0.7 s alone) but the extra CUDA contexts made at once slowed the timed
-// calls of the evaluation holding the timing lock (mean bracket 4.0 -> 5.7 ms on one problem), and throughput fell
-// (5 827 -> 4 817 evaluations per GPU-hour); depth 1 is the default (EvaluatorOptions::spare_workers).
+// in the background. On an H100 at 16 slots (KernelBench level 2, 2026-12-06), depth 4 once slowed the timed calls of
+// the evaluation holding the timing lock (mean bracket 4.0 -> 5.7 ms on one problem): the spares made their CUDA
+// contexts beside them. Workers are now frozen by timed holds from their fork on (eval/timing_lock.h), and the
+// evaluator's default is 4 for a GPU's policy, 1 for the CPU's (EvaluatorOptions::spare_workers).
 //
 // Contract:
 // - Take(key, deadline, start, &w): if a spare for `key` is ready, *w gets it ("spare"). Else, if a start for `key`
@@ -51,8 +51,10 @@ class SparePool {
     keys_.clear();
   }
 
+  // `depth` > 0: this key's depth instead of the pool's.
   std::string Take(const std::string& key, std::chrono::steady_clock::time_point deadline, const StartFn& start,
-                   std::unique_ptr<Worker>* out) {
+                   std::unique_ptr<Worker>* out, int depth = 0) {
+    const int want = depth > 0 ? depth : depth_;
     std::string how = "fresh";
     std::unique_lock<std::mutex> l(mu_);
     Key& k = keys_[key];  // map nodes stay put: the reference outlives the waits below
@@ -70,7 +72,7 @@ class SparePool {
       --k.waiting;
       if (take()) how = "spare_waited";
     }
-    while (!stopping_ && static_cast<int>(k.idle.size()) + k.starting < depth_) StartSpare(&k, start);
+    while (!stopping_ && static_cast<int>(k.idle.size()) + k.starting < want) StartSpare(&k, start);
     return how;
   }
 

@@ -18,7 +18,7 @@ struct EvaluatorChoice {
   // Host memory (GB) the evaluations in flight may hold (real evaluator only): < 0 = 70 % of what the host or
   // cgroup has available at start, 0 = no limit. See sched/admitted_evaluator.h.
   double mem_budget_gb = -1;
-  int spare_workers = 1;              // EvaluatorOptions::spare_workers (real evaluator only)
+  int spare_workers = kAutoSpares;    // EvaluatorOptions::spare_workers (real evaluator only)
   bool quiet_timing = false;          // EvaluatorOptions::quiet_timing (real evaluator only)
   int lent_buffers = 3;               // EvaluatorOptions::lent_buffers (real evaluator only)
   bool no_freeze_neighbours = false;  // !EvaluatorOptions::freeze_neighbours (real evaluator only)
