@@ -48,3 +48,22 @@ def test_the_account_adds_up_and_the_reference_is_made_once(server):
     assert sum(made) == (0 if by_lookahead else 1), made
     assert len({r["metadata"]["reference_cache_key"] for r in results}) == 1
     assert len({r["metadata"]["reference_timing_lock"]["first_at"] for r in results}) == 1
+
+
+def test_64_concurrent_small_tasks_pay_their_shared_work_once(server):
+    """Dr.Kernel's reward client sends a step's tasks at once (issue 40: 64 small tasks served in 22 s where an older
+    tree took 8.4 s). Time is not asserted here (bench/load/cpu_serving.py measures it); the work that made such a batch
+    slow is: one reference computation for the batch, each evaluation timed in one attempt, and no evaluation waiting for
+    memory or a worker beyond what its account shows."""
+    ids = ["batch-%d" % i for i in range(64)]
+    with concurrent.futures.ThreadPoolExecutor(64) as pool:
+        results = list(pool.map(lambda i: server.post("/evaluate", body(i), timeout=600).json(), ids))
+    assert [r["outcome"] for r in results] == ["correct"] * 64
+    mds = [r["metadata"] for r in results]
+    by_lookahead = any(md.get("reference_prepared_by") == "look-ahead" for md in mds)
+    assert sum(md["reference_made_here"] for md in mds) == (0 if by_lookahead else 1)
+    assert all(md["timing_lock"]["acquisitions"] == 1 for md in mds)
+    for md in mds:
+        a = md["account"]
+        assert sum(a["wall"].values()) == pytest.approx(a["wall_s"])
+        assert a["wall"].get("memory", 0) == pytest.approx(0, abs=0.5)
