@@ -20,9 +20,9 @@
 // process of ours launches work on the device while timed calls run: loads, correctness trials, Triton autotuning,
 // warm-ups in __init__ and references all stop where they are. The release thaws them before the lock is free for the
 // next hold, and a worker enlisted during a hold is frozen at once (a worker is enlisted from its fork on, before it
-// makes its CUDA context: context creation beside timed calls slowed them). What freezing does not stop is work a frozen
-// process had already queued on the device (a kernel launched before the freeze runs on); the hold's timed calls see
-// that (eval/timed_calls.h: the drain probe; eval/contention.h). Freezing never breaks a frozen worker: its session
+// makes its CUDA context: context creation beside timed calls slowed them). What freezing does not stop is work a
+// frozen process had already queued on the device (a kernel launched before the freeze runs on); the hold's timed calls
+// see that (eval/timed_calls.h: the drain probe; eval/contention.h). Freezing never breaks a frozen worker: its session
 // does not count frozen time against its deadlines (sandbox/worker_session.h), a process stops only at a return to
 // user space (holding no lock of the kernel's or the driver's), and a hold needs nothing from another worker (its own
 // worker, the supervisor and the device are all it uses; the zygote, which forks workers, is never frozen).
