@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Chaos bench: `kgym serve --redis` with two `kgym worker`s on the CPU, a stream of real (cheap) evaluations from
 clients that retry as Dr.Kernel's reward client does (the same task_id, backing off on no answer and on 5xx), while a
-killer SIGKILLs the API node, a worker or Redis at random and starts it again. Then the same submissions run again
+killer stops the API node, a worker or Redis at random and starts it again: Redis by SIGKILL, the API node and the
+workers by SIGKILL or SIGTERM (--signals; a SIGTERM'd node drains for DRAIN_S and must have ended DRAIN_S + 5 s after
+the signal). Then the same submissions run again
 on a fresh cluster with no kills, and every verdict is compared.
 
 What is counted (the JSON's "summary"):
   submissions           task ids submitted
-  kills                 SIGKILLs by kind (server, worker, redis), each followed by a restart
+  kills                 stops by kind (server, worker, redis), each followed by a restart; sigterm_server and
+                        sigterm_worker count those that were SIGTERMs
+  sigterm_not_ended_within_drain_plus_5s  SIGTERM'd nodes still alive DRAIN_S + 5 s after the signal
   lost                  submissions never answered (no finished job by the end)
   duplicated            jobs the store finished more than once, or whose stored result differs from what the client
                         was answered
@@ -17,7 +21,7 @@ Redis runs without persistence, so every Redis kill loses what it held (queue, l
 collected): the API node's store is what must carry every accepted job through.
 
 Usage: bench/chaos/run_chaos.py [--duration 600] [--rate 0.8] [--out bench/results/chaos-cpu-DATE.json]
-       [--kgym build/src/cli/kgym] [--seed 1]
+       [--kgym build/src/cli/kgym] [--seed 1] [--signals kill,term]
 """
 import argparse
 import datetime
@@ -38,6 +42,7 @@ import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DRAIN_S = 2  # --drain-timeout of the API node and the workers: a SIGTERM lands inside evaluations and cuts some short
 
 # Cheap CPU cases: small references, candidates whose verdict does not depend on timing.
 # (A reference as cheap as -x, 0.14 ms a call, once had a correct candidate judged hacked (caching) by the timing rules
@@ -120,9 +125,10 @@ class Cluster:
             return [shutil.which("redis-server") or "/usr/bin/redis-server", "--port", str(self.redis_port), "--bind",
                     "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"]
         if kind == "server":
-            return [self.kgym, "serve", "--port", str(self.port), "--store", self.store, "--redis", self.redis_url]
+            return [self.kgym, "serve", "--port", str(self.port), "--store", self.store, "--redis", self.redis_url,
+                    "--drain-timeout", str(DRAIN_S)]
         return [self.kgym, "worker", "--redis", self.redis_url, "--worker-id", kind, "--gpus", "none",
-                "--cpu-slots", "2", "--lease", "3"]
+                "--cpu-slots", "2", "--lease", "3", "--drain-timeout", str(DRAIN_S)]
 
     def start(self, kind):
         log = self.logs["worker" if kind.startswith("worker") else kind]
@@ -130,10 +136,20 @@ class Cluster:
         log.flush()
         self.procs[kind] = subprocess.Popen(self.command(kind), stdout=log, stderr=log, cwd=ROOT)
 
-    def kill(self, kind):
+    def kill(self, kind, sig=signal.SIGKILL):
+        """Sends `sig` and waits for the process to end; returns (seconds it took, whether it ended by itself). A
+        SIGTERM'd node that is still alive DRAIN_S + 5 s later is SIGKILLed (and counted as not ending)."""
         p = self.procs[kind]
-        p.send_signal(signal.SIGKILL)
-        p.wait(30)
+        t0 = time.time()
+        p.send_signal(sig)
+        try:
+            p.wait(DRAIN_S + 5 if sig == signal.SIGTERM else 30)
+            ended = True
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(30)
+            ended = False
+        return time.time() - t0, ended
 
     def wait_ready(self, timeout=120):
         deadline = time.time() + timeout
@@ -205,19 +221,24 @@ def run_clients(url, subs, rate, give_up_at, stop_submitting_at=None):
     return clients, threads
 
 
-def killer(cluster, until, rng, kills, events):
+def killer(cluster, until, rng, kills, events, signals):
     while time.time() < until:
         time.sleep(rng.uniform(4, 10))
         if time.time() >= until:
             break
         kind = rng.choice(["server", "worker", "redis"])
         target = rng.choice(["worker-a", "worker-b"]) if kind == "worker" else kind
-        cluster.kill(target)
+        # The API node and the workers get SIGTERM (a drain of DRAIN_S) or SIGKILL; Redis is always SIGKILLed.
+        sig = rng.choice(signals) if kind != "redis" else signal.SIGKILL
+        stop_s, ended = cluster.kill(target, sig)
         down = rng.uniform(0.5, 3.0)
-        events.append({"at": round(time.time(), 3), "killed": target, "down_s": round(down, 2)})
+        events.append({"at": round(time.time(), 3), "killed": target, "signal": signal.Signals(sig).name,
+                       "stop_s": round(stop_s, 2), "ended_by_itself": ended, "down_s": round(down, 2)})
         time.sleep(down)
         cluster.start(target)
         kills[kind] += 1
+        if sig == signal.SIGTERM:
+            kills["sigterm_" + kind] += 1
 
 
 def log_counts(*paths):
@@ -248,7 +269,10 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--drain", type=float, default=600, help="seconds the answers may take after the kills end")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--signals", default="kill,term",
+                    help="what stops the API node and the workers: kill (SIGKILL), term (SIGTERM, a drain), or both")
     a = ap.parse_args()
+    signals = [{"kill": signal.SIGKILL, "term": signal.SIGTERM}[x] for x in a.signals.split(",")]
     work = tempfile.mkdtemp(prefix="kgym-chaos-")
     rng = random.Random(a.seed)
     subs = submissions(int(a.duration * a.rate), a.seed)
@@ -256,9 +280,9 @@ def main():
 
     # 1. Chaos: submissions at `rate` while the killer works, then answers drained.
     cluster = Cluster(a.kgym, work, "chaos")
-    kills, events = {"server": 0, "worker": 0, "redis": 0}, []
+    kills, events = {"server": 0, "worker": 0, "redis": 0, "sigterm_server": 0, "sigterm_worker": 0}, []
     t0 = time.time()
-    kt = threading.Thread(target=killer, args=(cluster, t0 + a.duration, rng, kills, events), daemon=True)
+    kt = threading.Thread(target=killer, args=(cluster, t0 + a.duration, rng, kills, events, signals), daemon=True)
     kt.start()
     clients, threads = run_clients(cluster.url, subs, a.rate, t0 + a.duration + a.drain, t0 + a.duration)
     kt.join()
@@ -303,6 +327,9 @@ def main():
                "failed_by_infrastructure": len(infra), "verdict_mismatches": len(mismatched),
                "chaos_wall_s": round(chaos_s, 1), "baseline_wall_s": round(baseline_s, 1), **recovered,
                "client_retried": sum(1 for c in clients if c.retries > 0),
+               "sigterm_stops": sum(1 for e in events if e["signal"] == "SIGTERM"),
+               "sigterm_not_ended_within_drain_plus_5s": sum(1 for e in events if not e["ended_by_itself"]),
+               "sigterm_stop_s_max": max([e["stop_s"] for e in events if e["signal"] == "SIGTERM"], default=None),
                "outcomes": {o: sum(1 for r in records if r["outcome"] == o) for o in
                             sorted({str(r["outcome"]) for r in records})}}
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
@@ -312,19 +339,23 @@ def main():
                           "load_avg_at_end": os.getloadavg()},
               "settings": {"duration_s": a.duration, "rate_per_s": a.rate, "seed": a.seed, "workers": 2,
                            "cpu_slots_per_worker": 2, "lease_s": 3, "kill_every_s": [4, 10], "down_s": [0.5, 3.0],
+                           "signals": a.signals, "drain_timeout_s": DRAIN_S,
                            "redis_persistence": "none"},
               "summary": summary, "lost": lost, "duplicated": duplicated, "failed_by_infrastructure": infra,
               "verdict_mismatches": mismatched, "kill_events": events, "records": records}
-    print("| submissions | kills server/worker/redis | lost | duplicated | failed by infrastructure | verdict "
-          "mismatches |")
-    print("|---|---|---|---|---|---|")
-    print(f"| {summary['submissions']} | {kills['server']}/{kills['worker']}/{kills['redis']} | {summary['lost']} | "
-          f"{summary['duplicated']} | {summary['failed_by_infrastructure']} | {summary['verdict_mismatches']} |")
+    print("| submissions | kills server/worker/redis (of which SIGTERM) | lost | duplicated | failed by infrastructure | "
+          "verdict mismatches | SIGTERM'd nodes not ended in drain + 5 s |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| {summary['submissions']} | {kills['server']}/{kills['worker']}/{kills['redis']} "
+          f"({kills['sigterm_server']}/{kills['sigterm_worker']}/0) | {summary['lost']} | "
+          f"{summary['duplicated']} | {summary['failed_by_infrastructure']} | {summary['verdict_mismatches']} | "
+          f"{summary['sigterm_not_ended_within_drain_plus_5s']} |")
     out = a.out or os.path.join(ROOT, "bench", "results", f"chaos-cpu-{started.date().isoformat()}.json")
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
     print("raw results:", out, "(logs in", work + ")")
-    bad = summary["lost"] + summary["duplicated"] + summary["failed_by_infrastructure"] + summary["verdict_mismatches"]
+    bad = (summary["lost"] + summary["duplicated"] + summary["failed_by_infrastructure"] + summary["verdict_mismatches"] +
+           summary["sigterm_not_ended_within_drain_plus_5s"])
     return 1 if bad else 0
 
 

@@ -16,8 +16,8 @@ Definitions (written into the output with the numbers):
                                           one GPU would do running only required work back to back
   fraction_of_limit                      evals_per_gpu_hour / limit
   busy_fraction                          all device work this server caused in the measured pass (every candidate
-                                          worker's operations, required, checking and load, plus the references made
-                                          in it) / the pass's wall
+                                          worker's operations: required, checking, transfers and load; and the
+                                          references made in it) / the pass's wall
   required_busy_fraction                 required device work / wall (the same as fraction_of_limit, by definition)
   checking_share                         checking device work / required device work (src/eval/account.h)
 
@@ -108,10 +108,11 @@ def summarise(records, wall, before_keys):
             "all_correct": bool(done) and len(done) == len(records) and all(r["verdict"] == "correct" for r in done),
             "verdicts": {v: sum(r["verdict"] == v for r in done) for v in sorted({r["verdict"] for r in done})},
             "required_gpu_s": required if known else None, "checking_gpu_s": checking if known else None,
-            "load_gpu_s": g.get("load") if known else None, "references_made_gpu_s": sum(refs.values()),
+            "load_gpu_s": g.get("load") if known else None, "transfers_gpu_s": g.get("transfers") if known else None,
+            "references_made_gpu_s": sum(refs.values()),
             "limit_evals_per_gpu_hour": limit, "fraction_of_limit": rate / limit if limit else None,
             "required_busy_fraction": required / wall if known and wall > 0 else None,
-            "busy_fraction": (required + checking + g.get("load", 0.0) + sum(refs.values())) / wall
+            "busy_fraction": (required + checking + g.get("load", 0.0) + g.get("transfers", 0.0) + sum(refs.values())) / wall
             if known and wall > 0 else None,
             "checking_share": checking / required if known and required > 0 else None,
             "median_wall_per_evaluation_s": statistics.median([r["wall_s"] for r in done]) if done else None,

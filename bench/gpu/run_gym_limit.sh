@@ -12,18 +12,7 @@ OUT="${OUT:-/tmp/kgym-gym-limit}"
 mkdir -p "$OUT"
 cd "$(dirname "$0")/../.."
 DEVICE="${DEVICE:-cuda}" KB_DIR="${KB_DIR:-.kb/KernelBench}"
-if [ -z "${KGYM_BIN:-}" ]; then
-  B=$PWD/build/gpu
-  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s/kgym" "$@"\n' "$B" "$B" \
-    > /tmp/kgym
-  chmod +x /tmp/kgym
-  KGYM_BIN=/tmp/kgym
-  KGYM_BENCH_COMMIT="$(head -1 "$B/commit.txt" 2>/dev/null | cut -c1-12)"
-else
-  KGYM_BENCH_COMMIT="$(git rev-parse --short HEAD 2>/dev/null)"
-fi
-export KGYM_BENCH_COMMIT KGYM_PYTHON="${KGYM_PYTHON:-python3}" KGYM_HARNESS_PATH="$PWD/python" PYTHONUNBUFFERED=1
-PY="$KGYM_PYTHON"
+. bench/gpu/kgym_env.sh
 # KernelBench's harness needs pydantic and python-dotenv, which the GPU machine lacks (kgym's workers get a scrubbed
 # environment, so this reaches KernelBench's processes alone).
 if [ "$DEVICE" = cuda ] && [ -d .whl ]; then

@@ -19,18 +19,7 @@ mkdir -p "$OUT"
 cd "$(dirname "$0")/../.."
 DEVICE="${DEVICE:-cuda}" KB_DIR="${KB_DIR:-.kb/KernelBench}" PARTS="${PARTS:-neighbour,precision}"
 B_ADAPTIVE="${B_ADAPTIVE:-90}"  # seconds per runner; the under-load part gets B_UNDER_LOAD (300): <= 9 min in all
-if [ -z "${KGYM_BIN:-}" ]; then
-  B=$PWD/build/gpu
-  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec "%s/kgym" "$@"\n' "$B" "$B" \
-    > /tmp/kgym
-  chmod +x /tmp/kgym
-  KGYM_BIN=/tmp/kgym
-  KGYM_BENCH_COMMIT="$(head -1 "$B/commit.txt" 2>/dev/null | cut -c1-12)"
-else
-  KGYM_BENCH_COMMIT="$(git rev-parse --short HEAD 2>/dev/null)"
-fi
-export KGYM_BENCH_COMMIT KGYM_PYTHON="${KGYM_PYTHON:-python3}" KGYM_HARNESS_PATH="$PWD/python" PYTHONUNBUFFERED=1
-PY="${KGYM_PYTHON}"
+. bench/gpu/kgym_env.sh
 {
   echo "tree: ${KGYM_BENCH_COMMIT:-unknown}"; echo "date: $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no GPU"

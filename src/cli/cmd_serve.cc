@@ -1,7 +1,7 @@
 // `kgym serve`: the KernelGYM-compatible evaluation service. One process for one machine (embedded SQLite
 // store, in-process scheduler); with --redis it becomes the API node of many, and `kgym worker` processes on
-// the GPU nodes run the evaluations. SIGTERM/SIGINT drain gracefully: no new jobs, running ones finish.
-#include <csignal>
+// the GPU nodes run the evaluations. SIGTERM/SIGINT drain (cli/stop_signals.h): no new jobs, running ones finish
+// within --drain-timeout or are stopped (their jobs stay in the store); a second signal stops them at once.
 #include <cstdio>
 #include <fstream>
 #include <thread>
@@ -9,13 +9,11 @@
 #include "cli/command_registry.h"
 #include "cli/evaluator_flags.h"
 #include "cli/shared_flags.h"
+#include "cli/stop_signals.h"
 #include "server/evaluator_factory.h"
 #include "server/http_server.h"
 
 namespace {
-
-volatile std::sig_atomic_t g_stop_signal = 0;
-void OnStopSignal(int sig) { g_stop_signal = sig; }
 
 struct ServeFlags {
   std::string host = "127.0.0.1", gpus = "auto", store = "kgym-store.sqlite", redis, prefix = "kgym";
@@ -83,12 +81,6 @@ int RunServe(const ServeFlags& f) {
   svc_opt.result_ttl_s = f.ttl;
   svc_opt.sweep_interval_s = std::max(1.0, std::min(60.0, f.ttl / 10));
   kgym::EvaluationService service(store.get(), dispatcher.get(), svc_opt);
-  int recovered = 0;
-  s = service.Start(&recovered);
-  if (!s.ok()) {
-    std::fprintf(stderr, "kgym serve: %s\n", s.ToString().c_str());
-    return 1;
-  }
   kgym::HttpOptions ho;
   ho.host = f.host;
   ho.port = f.port;
@@ -97,25 +89,42 @@ int RunServe(const ServeFlags& f) {
   ho.token = token;
   ho.run_roots = f.runs;
   kgym::HttpServer http(&service, ho);
+  // The port first: a second server on a port in use must refuse before it runs any of the store's jobs.
   s = http.Bind();
+  if (!s.ok()) {
+    std::fprintf(stderr, "kgym serve: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  int recovered = 0;
+  s = service.Start(&recovered);
   if (!s.ok()) {
     std::fprintf(stderr, "kgym serve: %s\n", s.ToString().c_str());
     service.Shutdown(0);
     return 1;
   }
-  std::signal(SIGPIPE, SIG_IGN);
-  std::signal(SIGTERM, OnStopSignal);
-  std::signal(SIGINT, OnStopSignal);
+  kgym::cli::InstallStopSignals();
   std::thread serving([&] { http.Serve(); });
   std::printf("kgym serve: listening on http://%s:%d (mode %s, store %s, %d job(s) recovered, devices: %s)\n",
               f.host.c_str(), http.port(), f.mode.c_str(), f.store.c_str(), recovered, where.c_str());
   std::fflush(stdout);
-  while (!g_stop_signal) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  std::fprintf(stderr, "kgym serve: draining (up to %.0f s for running evaluations)\n", f.drain_timeout);
-  int left = service.Shutdown(f.drain_timeout);
-  http.Stop();
-  serving.join();
-  std::fprintf(stderr, "kgym serve: stopped (%d evaluation(s) cut short; queued jobs stay in the store)\n", left);
+  kgym::cli::AwaitStopSignal();
+  std::fprintf(stderr,
+               "kgym serve: draining (up to %.0f s for running evaluations; a second signal stops them at once)\n",
+               f.drain_timeout);
+  // Clients blocked on a running job still get its result while the drain lasts: HTTP stops after it. The whole
+  // teardown (connections, workers, the zygote) is under the watchdog, not only the drain.
+  std::atomic<bool> cut_short{false};
+  int left = kgym::cli::DrainOrExit("kgym serve", f.drain_timeout, &cut_short, [&] {
+    const int stopped = service.Shutdown(f.drain_timeout, &cut_short);
+    http.Stop();
+    serving.join();
+    dispatcher.reset();
+    evaluator.reset();  // its workers and zygote end here
+    return stopped;
+  });
+  std::fprintf(stderr,
+               "kgym serve: stopped (%d evaluation(s) stopped; their jobs and the queued ones stay in the store)\n",
+               left);
   return 0;
 }
 
@@ -140,7 +149,8 @@ KGYM_REGISTER_COMMAND(
           ->check(CLI::Range(0, 8));
       sub->add_option("--http-threads", f->threads, "connection threads (clients blocked in POST /evaluate)");
       sub->add_option("--result-ttl", f->ttl, "seconds a finished result is kept");
-      sub->add_option("--drain-timeout", f->drain_timeout, "seconds SIGTERM waits for running evaluations");
+      kgym::cli::AddSharedOption(sub, "--drain-timeout", &f->drain_timeout,
+                                 "after that, evaluations still running are stopped (their jobs stay in the store)");
       kgym::cli::AddSharedOption(sub, "--max-retries", &f->max_retries, "jobs that failed for infrastructure reasons");
       kgym::cli::AddSharedOption(sub, "--retry-backoff", &f->backoff);
       sub->add_option("--sync", f->sync, "store durability: normal (survives a killed process) or full (power loss)")

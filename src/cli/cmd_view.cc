@@ -8,6 +8,7 @@
 #include "cli/command_registry.h"
 #include "cli/shared_flags.h"
 #include "server/dashboard/dashboard.h"
+#include "server/listen_socket.h"
 
 namespace {
 
@@ -35,13 +36,10 @@ int RunView(const ViewFlags& f) {
   kgym::dashboard::RegisterPageRoutes(svr, {"runs"});
   kgym::dashboard::RegisterRunRoutes(svr, &catalog);
   svr.Get("/", [](const httplib::Request&, httplib::Response& res) { kgym::dashboard::SendPage(res); });
-  int port = f.port;
-  if (port == 0)
-    port = svr.bind_to_any_port(f.host);
-  else if (!svr.bind_to_port(f.host, port))
-    port = -1;
-  if (port <= 0) {
-    std::fprintf(stderr, "kgym view: cannot bind to %s:%d (in use? try --port 0)\n", f.host.c_str(), f.port);
+  int port = 0;
+  kgym::Status bound = kgym::http::BindExclusive(svr, f.host, f.port, &port);
+  if (!bound.ok()) {
+    std::fprintf(stderr, "kgym view: %s\n", bound.ToString().c_str());
     return 1;
   }
   std::signal(SIGTERM, OnViewStop);

@@ -22,6 +22,7 @@ std::string FlagConcept(const std::string& name) {
       {"--cpu-slots", "evaluations in flight on the CPU device"},
       {"--max-retries", "retries of a failed attempt"},
       {"--retry-backoff", "first retry delay in seconds (doubles per retry)"},
+      {"--drain-timeout", "seconds a SIGTERM lets running evaluations finish (a second signal stops them at once)"},
       {"--seed", "base random seed"},
       {"--level", "the level the rejection sampling works at"},
   };

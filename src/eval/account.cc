@@ -12,14 +12,15 @@ namespace kgym {
 
 namespace {
 
-enum Class { kCorrectness, kTimed, kChecks, kHarness, kLoad, kClasses };
+enum Class { kCorrectness, kTimed, kChecks, kHarness, kTransfers, kLoad, kClasses };
 
 Class ClassOf(const gpu::TimelineOp& op, uint64_t first_tagged_ns, const RequiredCalls& req) {
   const uint32_t phase = kgym_tag_phase(op.tag);
   const int64_t call = kgym_tag_call(op.tag);
   switch (phase) {
     case KGYM_PHASE_NONE:
-      return op.start_ns < first_tagged_ns ? kLoad : kHarness;
+      if (op.start_ns < first_tagged_ns) return kLoad;
+      return op.kind == gpu::OpKind::kMemcpy && op.name != "Memcpy DtoD" ? kTransfers : kHarness;
     case KGYM_PHASE_CORRECTNESS:
       return call < static_cast<int64_t>(req.default_trial.size()) && req.default_trial[call] ? kCorrectness : kChecks;
     case KGYM_PHASE_TIMING:
@@ -51,6 +52,7 @@ nlohmann::json GpuWork::ToJson() const {
             {"timed", timed_s},
             {"checks", checks_s},
             {"harness", harness_s},
+            {"transfers", transfers_s},
             {"load", load_s}}}};
 }
 
@@ -67,6 +69,7 @@ GpuWork GpuWorkOf(const gpu::KernelTimeline& t, const RequiredCalls& req) {
   w.timed_s = s(kTimed);
   w.checks_s = s(kChecks);
   w.harness_s = s(kHarness);
+  w.transfers_s = s(kTransfers);
   w.load_s = s(kLoad);
   return w;
 }

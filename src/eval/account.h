@@ -19,7 +19,9 @@
 // what they were for. Required work is what any evaluation of this candidate must run: the default correctness trials
 // and the reported timed calls. Checking work is what this gym adds to be hard to fool: the signed and sparse trials,
 // fresh-set calls, the decoy rule's grad call, bursts, timed calls of attempts timed again, warmups, null calls and
-// drain probes, input refills and L2 flushes, kept copies. Load is the model's construction (before its first call).
+// drain probes, input refills and L2 flushes, kept copies. Transfers (host<->device copies: the trials' inputs and
+// outputs, the timing sets, the kept outputs' fetches) are reported apart: every harness moves its data, and on
+// level-1 sizes they outweigh the kernels. Load is the model's construction (before its first call).
 // The recorder runs inside the candidate's process, so these numbers are an account, never evidence for a verdict.
 // `reference_gpu_s` is the device work of the reference worker that made this evaluation's reference data (paid once
 // per configuration and server; `reference_made_here` says whether this evaluation made it).
@@ -37,7 +39,8 @@ struct GpuWork {
   double correctness_s = 0;  // required: the default trials
   double timed_s = 0;        // required: the reported attempt's timed calls
   double checks_s = 0;       // other trials, fresh-set calls, detection, bursts, earlier attempts
-  double harness_s = 0;      // warmups, null calls, probes, refills, flushes, copies
+  double harness_s = 0;      // warmups, null calls, probes, refills, flushes, device-to-device copies
+  double transfers_s = 0;    // host<->device copies after the load: trial inputs and outputs, timing sets, kept outputs
   double load_s = 0;         // before the first call
   double Required() const { return correctness_s + timed_s; }
   double Checking() const { return checks_s + harness_s; }

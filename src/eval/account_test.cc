@@ -22,6 +22,18 @@ class Timeline {
     if (phase != KGYM_PHASE_NONE) rs_.tag_of_correlation[k.correlation_id] = kgym_make_tag(phase, call);
     return *this;
   }
+  Timeline& Copy(uint8_t copy_kind, uint64_t us = 1000) {  // an untagged memcpy (1 = HtoD, 8 = DtoD)
+    gpu::MemoryOp m;
+    m.kind = gpu::MemoryOpKind::kMemcpy;
+    m.copy_kind = copy_kind;
+    m.start_ns = at_;
+    m.end_ns = at_ + us * 1000;
+    m.bytes = 1 << 20;
+    m.correlation_id = ++corr_;
+    at_ = m.end_ns + 500000;
+    rs_.memory_ops.push_back(m);
+    return *this;
+  }
   gpu::KernelTimeline Build() const { return gpu::KernelTimeline::FromRecords(rs_); }
 
  private:
@@ -39,6 +51,7 @@ TEST(AccountTest, DeviceWorkIsSplitIntoRequiredAndChecking) {
   t.Op(KGYM_PHASE_TIMING, 0).Op(KGYM_PHASE_TIMING, 1).Op(KGYM_PHASE_TIMING, 2);  // reported attempt's calls 0..2
   t.Op(KGYM_PHASE_TIMING, 3);                                                    // a fresh-set call (id past them)
   t.Op(KGYM_PHASE_DETECT_GRAD, 0).Op(KGYM_PHASE_BURST, 0);
+  t.Copy(1, 2000).Copy(8, 300);  // an upload (a transfer) and a device-to-device copy (the harness's)
   RequiredCalls req;
   req.default_trial = {true, true, false};
   req.first_call = 0;
@@ -48,11 +61,12 @@ TEST(AccountTest, DeviceWorkIsSplitIntoRequiredAndChecking) {
   EXPECT_DOUBLE_EQ(w.correctness_s, 0.002);
   EXPECT_DOUBLE_EQ(w.timed_s, 0.003);
   EXPECT_DOUBLE_EQ(w.checks_s, 0.004);     // signed trial, fresh call, detection, burst
-  EXPECT_DOUBLE_EQ(w.harness_s, 0.00111);  // refill, warmup, null call
+  EXPECT_DOUBLE_EQ(w.harness_s, 0.00141);  // refill, warmup, null call, device-to-device copy
+  EXPECT_DOUBLE_EQ(w.transfers_s, 0.002);
   EXPECT_DOUBLE_EQ(w.load_s, 0.004);
   const nlohmann::json j = w.ToJson();
   EXPECT_DOUBLE_EQ(j["required_s"].get<double>(), 0.005);
-  EXPECT_NEAR(j["checking_share"].get<double>(), 0.00511 / 0.005, 1e-12);
+  EXPECT_NEAR(j["checking_share"].get<double>(), 0.00541 / 0.005, 1e-12);
 }
 
 TEST(AccountTest, AnAttemptTimedAgainReportsOnlyItsOwnCalls) {

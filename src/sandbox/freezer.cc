@@ -186,6 +186,27 @@ FreezeMode DefaultFreezeMode(std::string* root) {
   return mode;
 }
 
+void KillWorkerCgroups() {
+  if (DefaultFreezeMode() != FreezeMode::kCgroup) return;
+  const std::string root = Root().dir;
+  std::vector<std::string> dirs;
+  if (DIR* d = ::opendir(root.c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (e->d_type == DT_DIR && e->d_name[0] == 'w') dirs.push_back(root + "/" + e->d_name);
+    ::closedir(d);
+  }
+  for (const auto& dir : dirs) {
+    if (WriteFile(dir + "/cgroup.kill", "1")) continue;
+    std::istringstream procs(ReadFile(dir + "/cgroup.procs"));
+    for (pid_t p; procs >> p;) ::kill(p, SIGKILL);
+  }
+  for (int i = 0; i < 100; ++i) {
+    RemoveTree(root);
+    if (::access(root.c_str(), F_OK) != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 std::string NewWorkerCgroup() {
   if (DefaultFreezeMode() != FreezeMode::kCgroup) return "";
   const std::string dir = Root().dir + "/w" + std::to_string(Root().next++);

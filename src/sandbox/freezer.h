@@ -42,6 +42,11 @@ FreezeMode DefaultFreezeMode(std::string* root = nullptr);
 // supervisors that died without their exit (SIGKILL) are removed by the next one that makes its own.
 std::string NewWorkerCgroup();
 
+// Kills every process in this process's worker cgroups (cgroup.kill, else SIGKILL to each listed process) and
+// removes the cgroups and their root, waiting up to a second for them to empty. For an exit that cannot wait for the
+// workers' sessions to end (the stop watchdog of `kgym serve` / `kgym worker`); nothing in cgroup-less modes.
+void KillWorkerCgroups();
+
 // How long Freeze() waits for the processes it signalled to stop.
 constexpr int kFreezeWaitUs = 200000;
 

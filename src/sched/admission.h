@@ -16,7 +16,10 @@
 //   admitted with the footprint that first one measured. Before the first measurement, an Estimate() made once the
 //   first one's reference data exists stands in for it.
 // - Unknown footprint (the first evaluation of a configuration): admitted only while fewer than
-//   `max_unknown_in_flight` (default 1) other unknown ones are in flight, with `unknown_bytes` reserved.
+//   `max_unknown_in_flight` (default 1; `kgym serve` 3) other unknown ones are in flight, with `unknown_bytes` reserved
+//   (default: a quarter of the budget, or the largest footprint learned so far where that is more). One at a time
+//   serialised a broad mix's first evaluations: on an H100, 21 KernelBench problems at once waited 14-30 s each for
+//   memory while each first evaluation made its reference (2026-12-07).
 // - Order: waiters are considered in arrival order, and a later one that fits may overtake an earlier one that
 //   does not, but each waiter is overtaken at most `max_bypass` times: after that nobody behind it is admitted
 //   until it is, so a large evaluation is not starved by a stream of small ones.
@@ -51,9 +54,12 @@ struct Footprint {
 // Shared data held outside any evaluation (key, bytes), e.g. cached references.
 using ResidentFn = std::function<std::vector<std::pair<std::string, uint64_t>>()>;
 
+// How many first evaluations of configurations the evaluators of kgym serve, worker and suite admit at once.
+constexpr int kServeUnknownInFlight = 3;
+
 struct AdmissionOptions {
   uint64_t budget_bytes = 0;   // 0 = off
-  uint64_t unknown_bytes = 0;  // reserved for an evaluation of unknown footprint; 0 = budget_bytes / 2
+  uint64_t unknown_bytes = 0;  // reserved for an evaluation of unknown footprint; 0 = see the contract
   int max_bypass = 4;
   int max_unknown_in_flight = 1;
   ResidentFn resident;        // may be empty

@@ -152,6 +152,31 @@ TEST(MemoryAdmission, UnknownFootprintsOneAtATime) {
   ASSERT_TRUE(Admitted(u2));
 }
 
+// kgym serve's setting: three first evaluations of configurations at once, each reserving a quarter of the budget
+// until a larger footprint has been learned, which is then what the next unknown one reserves.
+TEST(MemoryAdmission, ServeAdmitsThreeUnknownsAndReservesTheLargestLearned) {
+  AdmissionOptions o = Budget(1000);
+  o.max_unknown_in_flight = kServeUnknownInFlight;
+  MemoryAdmission a(o);
+  Ticket u1 = a.AdmitConfig("a", "u1");
+  Ticket u2 = a.AdmitConfig("b", "u2");
+  Ticket u3 = a.AdmitConfig("c", "u3");
+  EXPECT_EQ(a.Stats().unknown_in_flight, 3);
+  EXPECT_EQ(a.Stats().reserved_bytes, 750u);  // 3 x 1000 / 4
+  auto u4 = std::async(std::launch::async, [&] { return a.AdmitConfig("d", "u4"); });
+  WaitForWaiting(&a, 1);
+  EXPECT_TRUE(Blocked(u4));  // a fourth unknown one waits
+  a.Learn("a", Known(500));  // a 500-byte configuration seen: unknown ones now reserve 500 each
+  u1.reset();
+  EXPECT_EQ(a.Stats().reserved_bytes, 1000u);  // u2 and u3
+  EXPECT_TRUE(Blocked(u4));                    // 500 more would pass the budget
+  u2.reset();
+  ASSERT_TRUE(Admitted(u4));
+  EXPECT_EQ(a.Stats().reserved_bytes, 1000u);  // u3 and u4
+  Ticket t4 = u4.get();
+  EXPECT_FALSE(t4->footprint_known());
+}
+
 TEST(MemoryAdmission, QueuedBehindTheFirstOfItsConfigurationUsesItsMeasurement) {
   AdmissionOptions o = Budget(1000);
   o.unknown_bytes = 100;

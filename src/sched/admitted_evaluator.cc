@@ -130,6 +130,7 @@ Status CreateEvaluatorWithBudget(EvaluatorOptions options, uint64_t budget_bytes
                who.c_str(), FormatGB(budget_bytes).c_str(), FormatGB(options.reference_cache_bytes).c_str());
   AdmissionOptions ao;
   ao.budget_bytes = budget_bytes;
+  ao.max_unknown_in_flight = kServeUnknownInFlight;
   *out = std::make_unique<AdmittedEvaluator>(std::move(ev), ao);
   return Status::Ok();
 }

@@ -131,6 +131,20 @@ class CompletionSink : public SchedulerListener {
   std::string worker_;
   std::map<std::string, Job> jobs_;
 };
+// The jobs still held at a stop go back to the queue now rather than when their leases expire: each lease is cut to
+// 1 ms and reaped (a result that reaches Redis later is refused, so each generation completes once).
+void GiveBack(RedisJobQueue* q, const std::string& me, const std::map<std::string, int64_t>& held) {
+  if (held.empty()) return;
+  for (const auto& [id, gen] : held) {
+    LeaseState st;
+    (void)q->Heartbeat(id, me, 1, &st);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  int requeued = 0;
+  if (q->ReapExpiredLeases(&requeued).ok() && requeued > 0)
+    std::fprintf(stderr, "kgym worker: %d job(s) back in the queue\n", requeued);
+}
+
 }  // namespace
 
 RedisWorker::RedisWorker(Evaluator* evaluator, RedisWorkerOptions options)
@@ -143,7 +157,8 @@ RedisWorker::RedisWorker(Evaluator* evaluator, RedisWorkerOptions options)
   if (options_.heartbeat_ms <= 0) options_.heartbeat_ms = std::max<int64_t>(1, options_.lease_ms / 3);
 }
 
-Status RedisWorker::Run(const std::atomic<bool>* stop) {
+Status RedisWorker::Run(const std::atomic<bool>* stop, double drain_timeout_s, const std::atomic<bool>* cut_short,
+                        int* stopped) {
   std::unique_ptr<RedisJobQueue> claimer, completer, beater;
   Status s = RedisJobQueue::Connect(options_.redis_url, options_.prefix, &claimer);
   if (s.code() == Status::Code::kUnavailable) {
@@ -164,9 +179,15 @@ Status RedisWorker::Run(const std::atomic<bool>* stop) {
   size_t capacity = 0;
   for (auto& d : options_.devices) capacity += static_cast<size_t>(std::max(1, d.slots));
 
-  std::atomic<bool> beating{true};
+  bool beating = true;  // guarded by beat_mu; the heartbeat's wait ends at once when it turns false
+  std::mutex beat_mu;
+  std::condition_variable beat_cv;
   std::thread heartbeat([&] {
-    while (beating) {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> l(beat_mu);
+        if (!beating) break;
+      }
       sink.Deliver();
       for (auto& [id, gen] : sink.Held()) {
         LeaseState st;
@@ -177,7 +198,8 @@ Status RedisWorker::Run(const std::atomic<bool>* stop) {
       int requeued = 0;
       beater->ReapExpiredLeases(&requeued);
       if (requeued > 0) std::fprintf(stderr, "kgym worker: re-queued %d job(s) with expired leases\n", requeued);
-      std::this_thread::sleep_for(std::chrono::milliseconds(options_.heartbeat_ms));
+      std::unique_lock<std::mutex> l(beat_mu);
+      beat_cv.wait_for(l, std::chrono::milliseconds(options_.heartbeat_ms), [&] { return !beating; });
     }
   });
 
@@ -225,21 +247,38 @@ Status RedisWorker::Run(const std::atomic<bool>* stop) {
     }
     sched.Submit(sj);
   }
-  // Graceful drain: no new claims; running jobs finish and report, heartbeats continue meanwhile. Results Redis will
-  // not take are given up a lease's length after the last evaluation ended: their jobs run again elsewhere.
+  // Graceful drain: no new claims; running jobs finish and report, heartbeats continue meanwhile, until the drain's
+  // deadline or *cut_short. Results Redis will not take are given up a lease's length after the last evaluation ended.
+  const auto drain_deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                                     std::chrono::duration<double>(drain_timeout_s));
   auto evaluations_ended = std::chrono::steady_clock::now();
   while (sink.HeldCount() > 0) {
-    if (sink.HeldCount() > sink.UndeliveredCount()) evaluations_ended = std::chrono::steady_clock::now();
-    if (std::chrono::steady_clock::now() - evaluations_ended > std::chrono::milliseconds(options_.lease_ms)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (sink.HeldCount() > sink.UndeliveredCount()) {
+      evaluations_ended = now;
+      if (now >= drain_deadline || (cut_short && cut_short->load())) {
+        std::fprintf(stderr, "kgym worker: stopping %zu evaluation(s) still running; their jobs go back to the queue\n",
+                     sink.HeldCount() - sink.UndeliveredCount());
+        break;
+      }
+    }
+    if (now - evaluations_ended > std::chrono::milliseconds(options_.lease_ms)) {
       std::fprintf(stderr, "kgym worker: redis did not take %zu result(s); their jobs will run again elsewhere\n",
                    sink.UndeliveredCount());
       break;
     }
     sink.WaitBelow(1, 200);
   }
-  sched.Stop();
-  beating = false;
+  sched.Stop();  // a stopped evaluation reports nothing: its job is still leased here
+  {
+    std::lock_guard<std::mutex> l(beat_mu);
+    beating = false;
+  }
+  beat_cv.notify_all();
   heartbeat.join();
+  const auto held = sink.Held();
+  GiveBack(beater.get(), me, held);
+  if (stopped) *stopped = static_cast<int>(held.size());
   return Status::Ok();
 }
 

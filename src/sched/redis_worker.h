@@ -34,9 +34,12 @@ struct RedisWorkerOptions {
 class RedisWorker {
  public:
   RedisWorker(Evaluator* evaluator, RedisWorkerOptions options);
-  // Runs until *stop becomes true, then stops claiming, lets running jobs finish (graceful drain) and returns.
-  // Returns an error only for a bad Redis URL.
-  Status Run(const std::atomic<bool>* stop);
+  // Runs until *stop becomes true, then stops claiming and lets running jobs finish (graceful drain) until
+  // drain_timeout_s has passed or *cut_short (may be null) becomes true; evaluations still running then are stopped
+  // and their jobs, like any whose result Redis did not take, go back to the queue at once (*stopped, may be null,
+  // counts them). Returns an error only for a bad Redis URL.
+  Status Run(const std::atomic<bool>* stop, double drain_timeout_s = 1e9, const std::atomic<bool>* cut_short = nullptr,
+             int* stopped = nullptr);
 
  private:
   Evaluator* evaluator_;

@@ -462,6 +462,7 @@ SchedulerStats Scheduler::Stats() const {
   s.queued = static_cast<int64_t>(shared_->entries.size());
   for (auto& dev : devices_) s.queued += static_cast<int64_t>(dev->pinned.entries.size());
   s.running = static_cast<int64_t>(running_.size());
+  for (const auto& [id, e] : running_) s.waiting_memory += e->phase == "memory";
   s.retrying = static_cast<int64_t>(delayed_.size());
   s.outcomes = outcomes_;
   s.retries = retries_;

@@ -92,6 +92,7 @@ struct SchedulerStats {
   int64_t queued = 0;
   int64_t running = 0;
   int64_t retrying = 0;                     // waiting out a backoff
+  int64_t waiting_memory = 0;               // of `running`: on a slot, but still waiting for memory admission
   std::map<std::string, int64_t> outcomes;  // outcome name -> finished count
   int64_t retries = 0;
   std::map<std::string, PhaseStat> phases;  // time spent in each evaluation phase

@@ -305,9 +305,16 @@ bool EvaluationService::draining() const {
   return draining_;
 }
 
-int EvaluationService::Shutdown(double timeout_s) {
+int EvaluationService::Shutdown(double timeout_s, const std::atomic<bool>* cut_short) {
   BeginDrain();
-  int left = dispatcher_->Drain(timeout_s);
+  // In short waits, so a second signal (cut_short) ends the drain at once.
+  const double deadline = SteadyNow() + std::max(0.0, timeout_s);
+  int left = dispatcher_->Drain(0);
+  while (left > 0 && !(cut_short && cut_short->load())) {
+    const double rest = deadline - SteadyNow();
+    if (rest <= 0) break;
+    left = dispatcher_->Drain(std::min(0.1, rest));
+  }
   dispatcher_->Stop();
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -15,6 +15,7 @@
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -75,8 +76,11 @@ class EvaluationService : public SchedulerListener {
 
   void BeginDrain();
   bool draining() const;
-  // Drains the dispatcher (up to timeout_s), then wakes every waiter with Unavailable.
-  int Shutdown(double timeout_s);
+  // Drains the dispatcher (new jobs refused, queued ones stay queued) until its running evaluations have finished,
+  // timeout_s has passed or *cut_short (may be null) becomes true; then stops it (evaluations still running are
+  // stopped: their jobs stay unfinished in the store, for the next start) and wakes every waiter with Unavailable.
+  // Returns how many evaluations were stopped so.
+  int Shutdown(double timeout_s, const std::atomic<bool>* cut_short = nullptr);
 
   ServiceStats Stats();
 

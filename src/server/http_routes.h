@@ -24,6 +24,8 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx);
 // POST /workflow/submit and GET /workflow/results/{id} (kernelbench and kernel_simple).
 void RegisterWorkflowRoutes(httplib::Server& svr, Context* ctx);
 void RegisterNativeRoutes(httplib::Server& svr, Context* ctx);
+// KernelGYM's worker and node routes (501, naming `kgym worker`) and POST /debug/validate.
+void RegisterWorkerRoutes(httplib::Server& svr, Context* ctx);
 // The dashboard's page, its service routes over the service's store and live counters, and the run routes.
 void RegisterDashboardRoutes(httplib::Server& svr, Context* ctx);
 // Host CPU load and memory (KernelGYM's memory_usage object, plus the server's RSS).

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "server/http_routes.h"
+#include "server/listen_socket.h"
 
 namespace kgym {
 
@@ -50,10 +51,6 @@ HttpServer::HttpServer(EvaluationService* service, HttpOptions options) : impl_(
   auto& svr = impl_->svr;
   int threads = std::max(8, impl_->ctx.options.threads);
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  svr.set_socket_options([impl = impl_.get()](socket_t sock) {
-    httplib::default_socket_options(sock);
-    impl->listen_fd = sock;
-  });
   svr.set_tcp_nodelay(true);  // headers and body go out as separate writes: no Nagle + delayed-ACK 40 ms stalls
   svr.set_keep_alive_max_count(100000);
   svr.set_keep_alive_timeout(30);
@@ -94,6 +91,7 @@ HttpServer::HttpServer(EvaluationService* service, HttpOptions options) : impl_(
   http::RegisterKernelGymRoutes(svr, &impl_->ctx);
   http::RegisterWorkflowRoutes(svr, &impl_->ctx);
   http::RegisterNativeRoutes(svr, &impl_->ctx);
+  http::RegisterWorkerRoutes(svr, &impl_->ctx);
   http::RegisterDashboardRoutes(svr, &impl_->ctx);
 }
 
@@ -101,14 +99,9 @@ HttpServer::~HttpServer() = default;
 
 Status HttpServer::Bind() {
   auto& o = impl_->ctx.options;
-  if (o.port == 0) {
-    port_ = impl_->svr.bind_to_any_port(o.host);
-    if (port_ <= 0) return Status::IOError("cannot bind to " + o.host);
-  } else {
-    if (!impl_->svr.bind_to_port(o.host, o.port))
-      return Status::IOError("cannot bind to " + o.host + ":" + std::to_string(o.port) + " (in use?)");
-    port_ = o.port;
-  }
+  Status s = http::BindExclusive(impl_->svr, o.host, o.port, &port_,
+                                 [impl = impl_.get()](socket_t sock) { impl->listen_fd = sock; });
+  if (!s.ok()) return s;
   if (impl_->listen_fd < 0 || ::listen(impl_->listen_fd, kListenBacklog) != 0)
     return Status::IOError("cannot raise the listen backlog of " + o.host + ":" + std::to_string(port_));
   return Status::Ok();

@@ -34,6 +34,7 @@ JobView ViewOf(const JobRecord& rec, const HttpOptions& options) {
     v.kgym_result = !options.compat && req.extra.value(kOptInField, false) == true;
     v.kernel_simple = IsKernelSimple(req);
     v.checks_correctness = KernelSimpleChecksCorrectness(req);
+    if (v.kernel_simple && v.done) AsKernelSimpleResult(req, &v.result);
   }
   v.times = {rec.created_at, rec.finished_at};
   return v;

@@ -9,6 +9,7 @@ using nlohmann::json;
 
 constexpr const char* kWorkflowKey = "workflow";  // EvalRequest::extra: which workflow made the job
 constexpr const char* kCheckedKey = "kernel_simple_checks_correctness";
+constexpr const char* kBackendKey = "kernel_simple_backend";  // the backend the request sent, where not kgym's
 
 // The reference generated from the cases (kernel_simple.h). {SOURCE} is the cases' source (cases_code or the kernel
 // code), {INLINE} a JSON string literal of the inline cases or None, {CHECK} True/False, {ENTRY} the candidate's class.
@@ -187,6 +188,18 @@ bool IsKernelSimple(const EvalRequest& req) { return req.extra.value(kWorkflowKe
 
 bool KernelSimpleChecksCorrectness(const EvalRequest& req) { return req.extra.value(kCheckedKey, true); }
 
+void AsKernelSimpleResult(const EvalRequest& req, EvalResult* r) {
+  if (auto sent = req.extra.find(kBackendKey); sent != req.extra.end() && r->metadata.is_object())
+    r->metadata["backend"] = *sent;
+  // The generated reference runs the kernel's (or its cases') code: its failure is that code failing to load.
+  const std::string broken = "the reference is broken (";
+  if (r->error_code != "VALIDATION_ERROR" || r->error_message.rfind(broken, 0) != 0) return;
+  const size_t colon = r->error_message.find("): ");
+  const std::string detail = colon == std::string::npos ? "" : r->error_message.substr(colon + 3);
+  r->error_code = "RUNTIME_ERROR";
+  r->error_message = "Failed to load cases" + (detail.empty() ? std::string() : ": " + detail);
+}
+
 Status ParseKernelSimplePayload(const json& b, ParsedRequest* out) {
   if (!b.is_object()) return Status::InvalidArgument("payload must be an object");
   Fields f{b, Status::Ok()};
@@ -199,7 +212,10 @@ Status ParseKernelSimplePayload(const json& b, ParsedRequest* out) {
   r.num_perf_trials = f.Int("num_perf_trials", 100);
   r.num_warmup = f.Int("num_warmup", 3);
   r.timeout_s = f.Int("timeout", 300);
-  r.backend = f.Str("backend", "triton") == "cuda" ? "cuda" : "triton";
+  // kgym builds a candidate as Triton or CUDA; any other backend runs as Triton code and is reported as sent.
+  const std::string backend = f.Str("backend", "triton");
+  r.backend = backend == "cuda" ? "cuda" : "triton";
+  if (backend != r.backend) r.extra[kBackendKey] = backend;
   if (!PriorityFromName(f.Str("priority", "normal"), &p.job.priority) && f.status.ok())
     f.status = Invalid("priority", "'low', 'normal' or 'high'");
   const std::string cases_code = f.Str("cases_code", "");

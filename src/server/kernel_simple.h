@@ -30,4 +30,9 @@ Status ParseKernelSimplePayload(const nlohmann::json& payload, ParsedRequest* ou
 bool IsKernelSimple(const EvalRequest& req);
 bool KernelSimpleChecksCorrectness(const EvalRequest& req);
 
+// A kernel_simple job's result as KernelGYM reports it: the backend as the request sent it (kgym runs any backend but
+// "cuda" as Triton code), and the kernel's or its cases' code failing to load (kgym's generated reference failing:
+// VALIDATION_ERROR "the reference is broken (...)") as KernelGYM's RUNTIME_ERROR "Failed to load cases: ...".
+void AsKernelSimpleResult(const EvalRequest& req, EvalResult* r);
+
 }  // namespace kgym

@@ -74,7 +74,8 @@ namespace {
 
 json QueueCounts(const ServiceStats& st) {
   return {{"pending", st.dispatch.sched.queued + st.dispatch.sched.retrying},
-          {"processing", st.dispatch.sched.running},
+          {"processing", st.dispatch.sched.running - st.dispatch.sched.waiting_memory},
+          {"waiting_for_memory", st.dispatch.sched.waiting_memory},
           {"completed", st.completed}};
 }
 }  // namespace
@@ -210,7 +211,7 @@ void RegisterKernelGymRoutes(httplib::Server& svr, Context* ctx) {
               {"gpu_status", gpus},
               {"queue_status", QueueCounts(st)},
               {"memory_usage", MemoryUsage()},
-              {"active_tasks", st.dispatch.sched.running},
+              {"active_tasks", st.dispatch.sched.running - st.dispatch.sched.waiting_memory},
               {"total_processed", st.completed},
               {"uptime", st.uptime_s}});
   });

@@ -17,7 +17,8 @@ std::string PrometheusText(const ServiceStats& st) {
   };
   const SchedulerStats& s = st.dispatch.sched;
   scalar("kgym_queue_depth", "gauge", "Jobs waiting for a slot (including retries in backoff).", s.queued + s.retrying);
-  scalar("kgym_running", "gauge", "Evaluations in flight.", s.running);
+  scalar("kgym_running", "gauge", "Evaluations in flight (those waiting for memory included).", s.running);
+  scalar("kgym_waiting_memory", "gauge", "Evaluations on a slot still waiting for memory admission.", s.waiting_memory);
   scalar("kgym_jobs_accepted_total", "counter", "Jobs accepted (new or force-refreshed).", st.accepted);
   scalar("kgym_jobs_deduplicated_total", "counter", "Submissions answered from an existing job with that id.",
          st.deduplicated);

@@ -333,3 +333,19 @@ def test_workflow_kernel_simple(served):
     invalid = s.post("/workflow/submit", simple("ks-invalid", "import torch\nclass Other: pass\n"), timeout=60).json()
     assert invalid["status"] == "failed" and invalid["error_code"] == "VALIDATION_ERROR"
     assert s.get("/results/ks-ok").json()["speedup"] is None  # read as an EvaluationResponse: no reference
+
+
+def test_workflow_kernel_simple_edge_cases_as_kernelgym_reports_them(served):
+    """A kernel that fails to load is KernelGYM's RUNTIME_ERROR "Failed to load cases" (that workflow has no reference;
+    kgym's is generated from the kernel's cases), and the backend is reported as sent."""
+    s, _ = served
+    broken = SIMPLE_KERNEL + SIMPLE_CASES + "\nraise ImportError('no such module: fancy_kernels')\n"
+    got = s.post("/workflow/submit", simple("ks-load", broken), timeout=300).json()
+    assert got["status"] == "failed" and got["error_code"] == "RUNTIME_ERROR", got
+    assert got["error_message"].startswith("Failed to load cases"), got
+    assert "fancy_kernels" in got["error_message"]
+    assert "reference" not in got["error_message"]
+    tl = s.post("/workflow/submit", simple("ks-tilelang", SIMPLE_KERNEL + SIMPLE_CASES, backend="tilelang"),
+                timeout=300).json()
+    assert tl["status"] == "completed" and tl["result"]["correctness"] is True, tl
+    assert tl["result"]["metadata"].get("backend") == "tilelang", tl["result"]["metadata"]

@@ -275,3 +275,27 @@ def test_results_expire_after_ttl(tmp_path):
         assert s.get("/results/t-ttl").status == 404
     finally:
         s.kill()
+
+
+def test_kernelgym_worker_routes_answer_501_naming_kgym_worker(server):
+    """KernelGYM's GPU workers cannot join a kgym server: their routes say so (a KernelGYM worker shuts itself down on
+    any non-200 heartbeat) and name the replacement, instead of FastAPI's 404."""
+    for path in ("/worker/register?worker_id=w&device=cuda:0", "/worker/heartbeat?worker_id=w",
+                 "/worker/unregister?worker_id=w", "/worker/evict_from_lb?worker_id=w", "/node/allocate?hostname=h"):
+        r = server.post(path, None)
+        assert r.status == 501, (path, r.status, r.body)
+        body = r.json()
+        assert body["error_code"] == "NOT_IMPLEMENTED" and "kgym worker --redis" in body["detail"]
+        assert body["replacement"] == "kgym worker --redis URL"
+    assert server.get("/worker/nothing").status == 404  # other unknown routes stay FastAPI's 404
+
+
+def test_debug_validate_checks_a_request_without_accepting_it(server):
+    ok = server.post("/debug/validate", drkernel_payload("dv-ok", sim_kernel())).json()
+    assert ok["valid"] is True and ok["errors"] == []
+    assert ok["request_info"]["task_id"] == "dv-ok" and ok["request_info"]["backend"] == "triton"
+    bad = server.post("/debug/validate", drkernel_payload("dv-bad", sim_kernel()) | {"num_perf_trials": -1}).json()
+    assert bad["valid"] is False and "num_perf_trials" in bad["errors"][0]
+    no_class = server.post("/debug/validate", drkernel_payload("dv-nc", "import torch\n")).json()
+    assert no_class["valid"] is False and "ModelNew" in no_class["errors"][0]
+    assert server.get("/status/dv-ok").status == 404  # nothing was accepted

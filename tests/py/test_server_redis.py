@@ -82,3 +82,45 @@ def test_cancel_through_redis_stops_the_worker(tmp_path, redis):
         if w.poll() is None:
             w.kill()
         api.kill()
+
+
+def test_sigterm_of_a_worker_ends_within_its_drain_timeout_and_gives_its_job_back(tmp_path, redis):
+    """`kgym worker --drain-timeout 1` with a job that needs 8 s: SIGTERM ends the worker within the drain timeout (+5 s
+    to stop), its job goes back to the queue at once (not a 30 s lease later), and another worker finishes it, once."""
+    api = Server(tmp_path, "--redis", redis.url)
+    log = open(tmp_path / "workers.log", "w")
+    ja, jb = str(tmp_path / "a.journal"), str(tmp_path / "b.journal")
+
+    def worker(name, journal):
+        return subprocess.Popen([KGYM_BIN, "worker", "--redis", redis.url, "--worker-id", name, "--gpus", "none",
+                                 "--cpu-slots", "1", "--lease", "30", "--drain-timeout", "1", "--evaluator",
+                                 "simulated", "--sim-journal", journal], stdout=log, stderr=log)
+
+    wa = worker("worker-a", ja)
+    wb = None
+    try:
+        assert api.post("/v1/evaluations", drkernel_payload("drained", sim_kernel("# sim: sleep=8"))).status == 202
+        for _ in range(400):
+            if os.path.exists(ja) and "start drained" in open(ja).read():
+                break
+            time.sleep(0.025)
+        t0 = time.time()
+        wa.send_signal(signal.SIGTERM)
+        assert wa.wait(1 + 5 + 5) == 0
+        assert time.time() - t0 <= 1 + 5 + 5
+        wb = worker("worker-b", jb)
+        got = api.get("/v1/evaluations/drained?wait=25", timeout=40).json()
+        assert got["state"] == "done" and got["result"]["correctness"] is True, got
+        assert open(jb).read() == "start drained\nend drained\n"  # the other worker ran it (a stopped run ends too)
+        log.flush()
+        text = open(tmp_path / "workers.log").read()
+        assert "stopping 1 evaluation(s) still running" in text and "1 job(s) back in the queue" in text, text
+        import sqlite3
+        with sqlite3.connect(f"file:{api.store}?mode=ro", uri=True) as db:
+            assert db.execute("SELECT completions FROM jobs WHERE id = 'drained'").fetchone() == (1,)
+    finally:
+        for p in (wa, wb):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait(10)
+        api.kill()
