@@ -18,10 +18,12 @@ MemoryAdmission::MemoryAdmission(AdmissionOptions options) : opt_(std::move(opti
 
 MemoryAdmission::~MemoryAdmission() = default;
 
-// A quarter of the budget, or the largest footprint learned so far where that is more: a mix that has shown a 40 GB
-// configuration reserves as much for its next unknown one. (mu_ held.)
+// Before any footprint is known, half the budget; then a quarter of it, or the largest footprint learned so far where
+// that is more (a mix that has shown a 40 GB configuration reserves as much for its next unknown one; one larger than
+// the budget makes every unknown one run alone). (mu_ held.)
 uint64_t MemoryAdmission::UnknownBytes() const {
   if (opt_.unknown_bytes > 0) return opt_.unknown_bytes;
+  if (learned_.empty()) return opt_.budget_bytes / 2;
   uint64_t largest = 0;
   for (const auto& [key, f] : learned_) largest = std::max(largest, f.Total());
   return std::max(opt_.budget_bytes / 4, std::min(largest, opt_.budget_bytes));
@@ -65,7 +67,9 @@ bool MemoryAdmission::FitsLocked(const Entry& e) const {
   if (!e.fp.known) {
     int unknown = 0;
     for (const auto& [id, other] : in_flight_) unknown += !other.fp.known;
-    if (unknown >= std::max(1, opt_.max_unknown_in_flight)) return false;  // few unknown footprints at a time
+    // Few unknown footprints at a time, and one alone until some footprint is known.
+    const int most = learned_.empty() ? 1 : std::max(1, opt_.max_unknown_in_flight);
+    if (unknown >= most) return false;
   }
   return ReservedLocked(&e, nullptr) <= opt_.budget_bytes;
 }

@@ -16,8 +16,9 @@
 //   admitted with the footprint that first one measured. Before the first measurement, an Estimate() made once the
 //   first one's reference data exists stands in for it.
 // - Unknown footprint (the first evaluation of a configuration): admitted only while fewer than
-//   `max_unknown_in_flight` (default 1; `kgym serve` 3) other unknown ones are in flight, with `unknown_bytes` reserved
-//   (default: a quarter of the budget, or the largest footprint learned so far where that is more). One at a time
+//   `max_unknown_in_flight` (default 1; `kgym serve` 3; 1 until some footprint is known) other unknown ones are in
+//   flight, with `unknown_bytes` reserved (default: half the budget until some footprint is known, then a quarter of
+//   it or the largest footprint learned so far where that is more, up to the whole budget). One at a time
 //   serialised a broad mix's first evaluations: on an H100, 21 KernelBench problems at once waited 14-30 s each for
 //   memory while each first evaluation made its reference (2026-12-07).
 // - Order: waiters are considered in arrival order, and a later one that fits may overtake an earlier one that

@@ -158,7 +158,14 @@ TEST(MemoryAdmission, ServeAdmitsThreeUnknownsAndReservesTheLargestLearned) {
   AdmissionOptions o = Budget(1000);
   o.max_unknown_in_flight = kServeUnknownInFlight;
   MemoryAdmission a(o);
-  Ticket u1 = a.AdmitConfig("a", "u1");
+  Ticket u0 = a.AdmitConfig("z", "u0");  // nothing known yet: one unknown alone, half the budget reserved
+  auto u1f = std::async(std::launch::async, [&] { return a.AdmitConfig("a", "u1"); });
+  WaitForWaiting(&a, 1);
+  EXPECT_TRUE(Blocked(u1f));
+  a.Learn("z", Known(100));  // a small configuration learned: three unknown ones at a quarter each
+  u0.reset();
+  ASSERT_TRUE(Admitted(u1f));
+  Ticket u1 = u1f.get();
   Ticket u2 = a.AdmitConfig("b", "u2");
   Ticket u3 = a.AdmitConfig("c", "u3");
   EXPECT_EQ(a.Stats().unknown_in_flight, 3);
