@@ -19,12 +19,7 @@ if [ "$DEVICE" = cuda ] && [ -d .whl ]; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site
 fi
-{
-  echo "tree: ${KGYM_BENCH_COMMIT:-unknown}"; echo "date: $(date -u +%FT%TZ)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no GPU"
-  "$PY" -c "import torch; print('torch', torch.__version__)"; nproc; free -g | head -2
-  "$KGYM_BIN" doctor 2>/dev/null | grep -E "^(freezer|sealed|NOT)"
-} > "$OUT/machine.txt" 2>&1
+machine_facts > "$OUT/machine.txt"
 cat "$OUT/machine.txt"
 t0=$(date +%s)
 timeout "${TOTAL:-500}" "$PY" bench/gpu/gym_limit.py --bin "$KGYM_BIN" --kernelbench "$KB_DIR" --device "$DEVICE" \

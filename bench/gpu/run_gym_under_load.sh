@@ -20,12 +20,7 @@ cd "$(dirname "$0")/../.."
 DEVICE="${DEVICE:-cuda}" KB_DIR="${KB_DIR:-.kb/KernelBench}" PARTS="${PARTS:-neighbour,precision}"
 B_ADAPTIVE="${B_ADAPTIVE:-90}"  # seconds per runner; the under-load part gets B_UNDER_LOAD (300): <= 9 min in all
 . bench/gpu/kgym_env.sh
-{
-  echo "tree: ${KGYM_BENCH_COMMIT:-unknown}"; echo "date: $(date -u +%FT%TZ)"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no GPU"
-  "$PY" -c "import torch; print('torch', torch.__version__)"; nproc; free -g | head -2
-  "$KGYM_BIN" doctor 2>/dev/null | grep -E "^(freezer|sealed|NOT)"
-} > "$OUT/machine.txt" 2>&1
+machine_facts > "$OUT/machine.txt"
 cat "$OUT/machine.txt"
 if [ "$DEVICE" = cpu ]; then GPUARGS=(--device cpu); TP=(--gpus none --size small); else GPUARGS=(--device cuda --gpu 0); TP=(--gpus 0); fi
 t0=$(date +%s)

@@ -48,6 +48,13 @@ def drkernel_payload(task_id, kernel_code, reference_code=REF):
     }
 
 
+
+def small_payload(task_id, code=KERNEL_OK, **extra):
+    """Dr.Kernel's body with CPU-sized trials (2 correctness, 5 timed) and a 120 s timeout."""
+    p = drkernel_payload(task_id, code, REF)
+    p.update({"num_correct_trials": 2, "num_perf_trials": 5, "timeout": 120}, **extra)
+    return p
+
 class Response:
     def __init__(self, status, headers, body):
         self.status, self.headers, self.body = status, headers, body

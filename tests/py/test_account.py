@@ -6,15 +6,13 @@ import os
 
 import pytest
 
-from server_util import KERNEL_OK, KGYM_BIN, REF, Server, drkernel_payload
+from server_util import KGYM_BIN, Server, small_payload
 
 pytestmark = pytest.mark.skipif(not os.path.exists(KGYM_BIN), reason="kgym binary not built")
 
 
 def body(task_id):
-    p = drkernel_payload(task_id, KERNEL_OK, REF)
-    p.update({"num_correct_trials": 2, "num_perf_trials": 5, "timeout": 120, "kgym_result": True})
-    return p
+    return small_payload(task_id, kgym_result=True)
 
 
 @pytest.fixture

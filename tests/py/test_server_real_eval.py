@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from server_util import KERNEL_OK, KGYM_BIN, REF, Server, drkernel_payload
+from server_util import KERNEL_OK, KGYM_BIN, REF, Server, small_payload
 
 pytestmark = pytest.mark.skipif(not os.path.exists(KGYM_BIN), reason="kgym binary not built")
 
@@ -15,9 +15,7 @@ BROKEN = KERNEL_OK.replace("def forward(self, x):", "def forward(self, x)")  # s
 
 
 def small(task_id, code):
-    p = drkernel_payload(task_id, code, REF)
-    p.update({"num_correct_trials": 2, "num_perf_trials": 5, "timeout": 120})
-    return p
+    return small_payload(task_id, code)
 
 
 @pytest.fixture
