@@ -208,16 +208,7 @@ def main():
                      num_key_value_heads=2, head_dim=64, vocab_size=4096)
     args.batches = [int(x) for x in args.batches.split(",")]
     os.makedirs(args.out, exist_ok=True)
-    res = {"command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-           "machine": platform.node(), "torch": torch.__version__,
-           "gpu": torch.cuda.get_device_name(0) if DEV == "cuda" else "cpu (rehearsal)"}
-    try:
-        res["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                       text=True).stdout.strip()
-    except OSError:
-        pass
-    import transformers
-    res["transformers"] = transformers.__version__
+    res = machine_facts(sys.argv)
     bw = copy_bandwidth()
     res["copy_bandwidth_GBps"] = bw / 1e9
     log(f"{res['gpu']}: device copy bandwidth {bw / 1e9:.0f} GB/s (read + write)")
@@ -261,6 +252,24 @@ def main():
         log(f"\nbatch 64: {b64['decode_tokens_per_s']:.0f} tok/s decode = {100 * b64['fraction_of_bound']:.1f} % of "
             f"the bound ({b64['bound_tokens_per_s']:.0f}); end to end {b64['tokens_per_s']:.0f} tok/s"
             + (f"; model.generate {hf:.0f} tok/s -> {b64['tokens_per_s'] / hf:.1f}x" if hf else ""))
+
+
+def machine_facts(argv):
+    """command, date, machine, torch, transformers, GPU and the tree's commit (from bench/gpu/pack.sh's
+    commit.txt where the run carries no .git)."""
+    res = {"command": " ".join(argv), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": platform.node(),
+           "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0) if DEV == "cuda" else "cpu (rehearsal)"}
+    try:
+        import transformers
+        res["transformers"] = transformers.__version__
+    except ImportError:
+        res["transformers"] = None
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    packed = os.path.join(ROOT, "build", "gpu", "commit.txt")
+    if not commit and os.path.exists(packed):
+        commit = open(packed).readline().strip()
+    res["commit"] = commit or "unknown"
+    return res
 
 
 def free_cache():

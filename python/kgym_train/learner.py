@@ -31,7 +31,7 @@ from .losses import (aggregate, aggregate_norm, dual_clip_token_loss, micro_batc
                      risky_tokens)
 from .decoder import view_of
 from .models import Policy
-from .rollout import Request, RolloutEngine, kv_bytes_per_token, sample_seed
+from .rollout import Request, RolloutEngine, sample_seed
 from .precision import MasterWeights, describe, grad_params, memory_plan, scheduled
 from .tokenizer import load_tokenizer, train_tokenizer
 
@@ -201,9 +201,10 @@ class Learner:
         return _assemble(len(prompts), self.ranks.gather(list(zip(mine, outs))))
 
     def engine_plan(self):
-        """(slots, max_len, KV bytes) of the rollout engine: sequences of up to rollout.prompt_length +
-        rollout.response_length tokens (the model's context at most), as many slots as rollout.kv_cache_gb holds
-        (default: a quarter of the GPU's memory; 256 MiB on the CPU), at most rollout.engine_slots."""
+        """(slots, max_len, KV tokens) of the rollout engine: sequences of up to rollout.prompt_length +
+        rollout.response_length tokens (the model's context at most), rollout.engine_slots of them at once, a paged
+        KV cache of as many tokens as rollout.kv_cache_gb holds (default: a quarter of the GPU's memory; 256 MiB on
+        the CPU)."""
         ro = self.cfg.get("rollout", {})
         want = int(ro.get("prompt_length", 0) or 0) + int(ro.get("response_length", 0) or 0)
         max_len = min(self.max_context(), want or 16384)
@@ -214,19 +215,20 @@ class Learner:
             budget = 0.25 * torch.cuda.get_device_properties(self.device).total_memory
         else:
             budget = 256 * 2**20
-        slots = RolloutEngine.plan(view, max_len, budget, int(ro.get("engine_slots", 256)))
-        return slots, max_len, slots * max_len * kv_bytes_per_token(view)
+        return int(ro.get("engine_slots", 256)), max_len, RolloutEngine.plan(view, max_len, budget)
 
     def rollout_engine(self):
         if self.engine is None:
-            slots, max_len, kv = self.engine_plan()
+            slots, max_len, kv_tokens = self.engine_plan()
             ro = self.cfg.get("rollout", {})
             self.engine = RolloutEngine(self.policy, slots, max_len, self.stop_ids, decode=self.tokenizer.decode,
                                         chunk=int(ro.get("engine_chunk", 16)),
                                         cuda_graphs=bool(ro.get("cuda_graphs", True)),
-                                        vocab_limit=len(self.tokenizer))
+                                        vocab_limit=len(self.tokenizer), kv_tokens=kv_tokens)
             if self.ranks.is_main:
-                print(f"kgym_train: rollout engine {slots} slots x {max_len} tokens, KV cache {kv / 2**30:.2f} GiB, "
+                kv = self.engine.cache_bytes()
+                print(f"kgym_train: rollout engine {slots} slots x {max_len} tokens, paged KV cache "
+                      f"{kv_tokens} tokens ({kv / 2**30:.2f} GiB, pages of {self.engine.page_size}), "
                       f"attention {self.engine.attend.backend}, CUDA graphs "
                       f"{'on' if self.engine.graphs_on else 'off'}", file=sys.stderr, flush=True)
         return self.engine

@@ -34,8 +34,13 @@ def policy():
 PROMPTS = [[5, 6, 7, 8, 9][:k] + [11 * k % VOCAB, 3] for k in range(1, 8)]
 
 
-def engine(policy, slots=4, chunk=5, decode=None):
-    return RolloutEngine(policy, slots=slots, max_len=128, stop_ids=[STOP], chunk=chunk, decode=decode)
+def engine(policy, slots=4, chunk=5, decode=None, kv_tokens=None, page_size=4):
+    return RolloutEngine(policy, slots=slots, max_len=128, stop_ids=[STOP], chunk=chunk, decode=decode,
+                         kv_tokens=kv_tokens, page_size=page_size)
+
+
+def all_pages_free(eng):
+    return eng.kv.free_pages() == eng.kv.num_pages - 1 and not eng.prefixes and not eng.pending
 
 
 def test_greedy_equals_the_reference_generation(policy):
@@ -86,6 +91,91 @@ def test_shared_prefix_prefill_gives_the_tokens_of_separate_prefills(policy):
         engine(policy, slots=1).generate([alone])
         assert r.tokens == alone.tokens
     assert len({tuple(r.tokens) for r in group}) > 1
+
+
+def test_shared_pages_give_the_tokens_of_unshared_ones(policy):
+    """Samples of one prompt whose full pages are shared (prompt of 7 tokens over pages of 2: three shared pages and
+    a copied partial one) against the same samples with pages of 128 (nothing shared but a copy) and alone."""
+    prompt = PROMPTS[4] + [17, 19]
+    assert len(prompt) % 2 == 1
+    mk = lambda: [Request(prompt, 20, temperature=1.0, seed=7 + k) for k in range(6)]  # noqa: E731
+    shared, unshared = mk(), mk()
+    eng = engine(policy, slots=6, chunk=3, page_size=2)
+    eng.generate(shared)
+    engine(policy, slots=6, chunk=3, page_size=128).generate(unshared)
+    for a, b in zip(shared, unshared):
+        assert a.tokens == b.tokens
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+    alone = Request(prompt, 20, temperature=1.0, seed=9)
+    engine(policy, slots=1).generate([alone])
+    assert alone.tokens == shared[2].tokens
+    assert all_pages_free(eng)
+
+
+def test_a_prompt_is_prefilled_once_however_its_samples_enter(policy):
+    """3 prompts x 5 samples through 4 slots: no group enters together, yet each prompt is prefilled once; the
+    later samples share its pages and its kept logits, and give the tokens they give alone."""
+    prompts = [PROMPTS[6], PROMPTS[3], PROMPTS[5]]
+    reqs = [Request(p, 8 + 3 * k, temperature=1.0, seed=31 * i + k) for i, p in enumerate(prompts) for k in range(5)]
+    eng = engine(policy, slots=4, chunk=2)
+    eng.generate(reqs)
+    assert eng.stats["admitted"] == 15 and eng.stats["prefills"] == 3
+    assert eng.stats["prefill_tokens"] == sum(len(p) for p in prompts)
+    assert eng.stats.get("recompute_tokens", 0) == 0
+    for r in reqs[::4]:
+        alone = Request(r.prompt, r.max_tokens, temperature=1.0, seed=r.seed)
+        engine(policy, slots=1).generate([alone])
+        assert r.tokens == alone.tokens
+    assert all_pages_free(eng)
+
+
+def test_memory_is_held_by_used_length(policy):
+    """A pool of 128 tokens, one sequence of the static layout (max_len 128), runs 8 short sequences at
+    once (7-token prompts + 10 tokens each, in pages of 4)."""
+    reqs = [Request(p, 10, temperature=0) for p in PROMPTS] + [Request(PROMPTS[0] + [1], 10, temperature=0)]
+    eng = engine(policy, slots=8, chunk=2, kv_tokens=128)
+    eng.generate(reqs)
+    assert eng.stats["live_peak"] == 8
+    assert all(len(r.tokens) == 10 for r in reqs)
+    assert all_pages_free(eng)
+
+
+def test_a_dry_pool_evicts_the_youngest_and_resumes_it_to_the_same_tokens(policy):
+    """Long sequences in a pool that cannot hold them all to their end: the most recently admitted are evicted,
+    recomputed when pages free up, and finish with the tokens and log-probs they have with room to spare."""
+    mk = lambda: [Request(p, 40, temperature=1.0, seed=50 + i) for i, p in enumerate(PROMPTS[:6])]  # noqa: E731
+    tight, roomy = mk(), mk()
+    eng = engine(policy, slots=6, chunk=4, kv_tokens=140)
+    eng.generate(tight)
+    engine(policy, slots=6, chunk=4).generate(roomy)
+    assert eng.stats["evicted"] > 0 and eng.stats["recompute_tokens"] > 0
+    for a, b in zip(tight, roomy):
+        assert a.tokens == b.tokens and a.finish_reason == b.finish_reason
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+    assert all_pages_free(eng)
+
+
+def test_slots_refill_through_the_tail(policy):
+    """Sequences of very different lengths: every finished sequence's slot is taken by a waiting one at the next
+    chunk boundary, so the live count stays at the slot count while requests wait."""
+    reqs = [Request(PROMPTS[i % 7], 3 if i % 4 else 30, temperature=0) for i in range(16)]
+    eng = engine(policy, slots=4, chunk=2)
+    lives = []
+    eng.submit(reqs)
+    while eng.busy():
+        eng.step()
+        with eng.lock:
+            waiting = len(eng.waiting)
+        lives.append((len(eng.live) + len(eng.finished), waiting))
+    assert all(n == 4 for n, waiting in lives if waiting)
+    assert all(len(r.tokens) == r.max_tokens for r in reqs)
+
+
+def test_too_small_a_pool_is_refused_not_hung(policy):
+    eng = engine(policy, slots=2, kv_tokens=128)
+    eng.kv.take(eng.kv.free_pages() - 1)  # someone else holds nearly every page
+    with pytest.raises(RuntimeError, match="cannot hold"):
+        eng.generate([Request(PROMPTS[3], 10, temperature=0)])
 
 
 def test_filters_top_k_one_and_tiny_top_p_are_greedy(policy):
