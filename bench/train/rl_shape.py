@@ -19,6 +19,8 @@ The bound over the run's own schedule (the engine counts what it did):
             of a 4 GiB copy).
   prefill   t_pre = 2 x parameters x prefill tokens / F, F: the bf16 matmul rate measured here (8192^3, best of 10).
   fraction_of_bound = (t_dec + t_pre) / wall, wall = the timed generate call from submission to the last token.
+  fraction_of_bound_shared_once: the same with a prompt's shared pages counted once per step for its whole group
+            (the least any attention must read; above it, the kernel is re-reading shared pages from HBM).
 Writes DIR/rl_shape.json: requests, n, prompt_tokens, kv_gb, slots, page_size, tokens_per_s, fraction_of_bound,
 prefill_tokens, distinct_prompt_tokens, recompute_tokens, evicted, live_peak, the share of chunks run with under a
 quarter of the peak live, and the engine's counters; command, commit, machine, date, GPU.
@@ -118,6 +120,8 @@ def measure(args, res):
     assert all(len(r.tokens) == r.max_tokens for r in reqs), "a sample ended before its drawn length"
     t_dec = (st.get("working_steps", 0) * weight_bytes + st.get("kv_token_reads", 0) * kvpt) / res["copy_bandwidth"]
     t_pre = 2 * params * st.get("prefill_tokens", 0) / res["matmul_flops"]
+    t_dec_distinct = (st.get("working_steps", 0) * weight_bytes
+                      + st.get("kv_token_reads_distinct", 0) * kvpt) / res["copy_bandwidth"]
     peak = max((n for n, _ in trace), default=0)
     thin = sum(1 for n, _ in trace if n < peak / 4)
     res.update(requests=len(reqs), n=args.n, prompts=args.prompts, prompt_tokens=args.prompt, kv_gb=args.kv_gb,
@@ -127,6 +131,8 @@ def measure(args, res):
                response_median=sorted(r.max_tokens for r in reqs)[len(reqs) // 2],
                response_max=max(r.max_tokens for r in reqs), wall_s=wall, tokens_per_s=tokens / wall,
                bound_decode_s=t_dec, bound_prefill_s=t_pre, fraction_of_bound=(t_dec + t_pre) / wall,
+               bound_decode_shared_once_s=t_dec_distinct,
+               fraction_of_bound_shared_once=(t_dec_distinct + t_pre) / wall,
                prefill_tokens=st.get("prefill_tokens", 0), distinct_prompt_tokens=len({tuple(r.prompt) for r in reqs})
                * args.prompt, recompute_tokens=st.get("recompute_tokens", 0), evicted=st.get("evicted", 0),
                live_peak=st.get("live_peak", 0), chunks=len(trace), chunks_under_quarter_live=thin,

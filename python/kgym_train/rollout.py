@@ -83,6 +83,7 @@ class Request:
         self.version = None  # the policy version that finished it (the server's)
         self.resume = False  # evicted after it started: re-admission recomputes its context
         self.order = 0  # admission order (the engine's), for choosing whom to evict
+        self.shared = 0  # leading tokens of its context in pages shared with the other samples of its prompt
 
     @property
     def filtered(self):
@@ -342,6 +343,7 @@ class RolloutEngine:
             pre = self.prefixes[tuple(r.prompt)]
             if not self.kv.attach_prefix(s, pre):
                 raise RuntimeError("the KV cache ran out of pages during admission")
+            r.shared = pre.length // self.page_size * self.page_size
             logits.append(pre.logits)
         with self.lock:
             for key in {tuple(r.prompt) for _, r in placed}:
@@ -397,7 +399,7 @@ class RolloutEngine:
         st.top_p[idx] = dev([r.top_p for r in reqs], torch.float32)
         st.done[idx] = False
         for r in reqs:
-            r.resume = False
+            r.resume, r.shared = False, 0
         self.stats["recompute_tokens"] += sum(len(p) for p in seqs)
 
     # ---- growth and eviction ------------------------------------------------------------------------------------
@@ -499,10 +501,10 @@ class RolloutEngine:
     def _harvest(self, toks, lps):
         """Appends a chunk's tokens to their requests and retires the finished ones."""
         tl, ll = toks.t().tolist(), lps.t().tolist()
-        longest = 0
+        made = []  # (request, keys its first step in the chunk read, tokens added)
         for s in sorted(self.live):
             r = self.live[s]
-            context = len(r.prompt) + len(r.tokens)  # keys the chunk's first step reads for this row
+            context = len(r.prompt) + len(r.tokens)
             added = 0
             for t, lp in zip(tl[s], ll[s]):
                 if t < 0 or r.finish_reason is not None:
@@ -512,13 +514,27 @@ class RolloutEngine:
                 added += 1
                 if t in self.stop_set or len(r.tokens) >= r.max_tokens:
                     break
-            self.stats["kv_token_reads"] += added * context + added * (added - 1) // 2
-            longest = max(longest, added)
+            made.append((r, context, added))
             self._check_end(s, r, added)
+        self._count_reads(made)
+        self._retire()
+
+    def _count_reads(self, made):
+        """What the chunk read, for the bound a bench sets against it: steps that made a token (each reads every
+        weight), the keys/values each token attended to counted per row (kv_token_reads), and counted with a
+        prompt's shared pages once per step whatever the samples reading them (kv_token_reads_distinct)."""
+        longest = max((a for _, _, a in made), default=0)
+        groups = {}
+        for r, context, added in made:
+            span = added * context + added * (added - 1) // 2
+            self.stats["kv_token_reads"] += span
+            self.stats["kv_token_reads_distinct"] += span - added * r.shared
+            key = tuple(r.prompt)
+            groups[key] = max(groups.get(key, (0, 0)), (r.shared, added))
+        self.stats["kv_token_reads_distinct"] += sum(shared * added for shared, added in groups.values())
         self.stats["working_steps"] += longest
         if self.trace is not None:
-            self.trace.append((len(self.live), longest))
-        self._retire()
+            self.trace.append((len(made), longest))
 
     def _check_end(self, slot, r, added):
         if r.finish_reason is not None:
