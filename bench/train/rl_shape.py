@@ -39,7 +39,6 @@ sys.path.insert(0, HERE)
 
 import rollout_speed as rs  # noqa: E402  (the model shape, the bandwidth probe, machine facts)
 from kgym_train.decoder import view_of  # noqa: E402
-from kgym_train.models import Policy, transformers_available  # noqa: E402
 from kgym_train.rollout import Request, RolloutEngine, kv_bytes_per_token  # noqa: E402
 
 
@@ -67,16 +66,6 @@ def matmul_rate():
     return 2 * n ** 3 / best
 
 
-def make_policy(rehearse):
-    if transformers_available():
-        return rs.make_policy(torch.float32 if rehearse else torch.bfloat16)
-    if not rehearse:
-        raise SystemExit("rl_shape: transformers is needed for the Qwen3 shape")
-    init = dict(arch="tiny", hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                max_position_embeddings=4096, seed=0)
-    return Policy.create(init, 512, 0, "cpu")
-
-
 def schedule(args, seed):
     g = torch.Generator().manual_seed(seed)
     vocab = 400 if args.rehearse else rs.SHAPE["vocab_size"] - 100
@@ -100,7 +89,7 @@ def run(engine, reqs):
 
 
 def measure(args, res):
-    policy = make_policy(args.rehearse)
+    policy = rs.make_policy(torch.float32 if args.rehearse else torch.bfloat16)
     view = view_of(policy)
     kvpt = kv_bytes_per_token(view)
     weight_bytes = sum(p.numel() * p.element_size() for p in policy.model.parameters())
@@ -161,9 +150,9 @@ def main():
         rs.DEV = "cpu"
         rs.SHAPE.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                         num_key_value_heads=2, head_dim=16, vocab_size=512)
+        args.median = min(args.median, 13.0)
         args.prompts, args.n, args.prompt, args.cap = min(args.prompts, 3), min(args.n, 4), min(args.prompt, 48), \
             min(args.cap, 64)
-        args.median = min(args.median, 13.0)
         args.kv_gb = min(args.kv_gb, 0.0005)
         args.slots = min(args.slots, 8)
         args.page = min(args.page, 16)

@@ -33,7 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 from kgym_train import losses  # noqa: E402
-from kgym_train.models import Policy  # noqa: E402
+from kgym_train.models import Policy, transformers_available  # noqa: E402
 from kgym_train.rollout import Request, RolloutEngine, kv_bytes_per_token  # noqa: E402
 
 SHAPE = dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
@@ -49,6 +49,13 @@ def log(*a):
 
 
 def make_policy(dtype, layers=None):
+    """The random-init Qwen3 of SHAPE (the rehearsal's small one on the CPU; the pure-torch tiny model where the
+    CPU has no transformers)."""
+    if DEV == "cpu" and not transformers_available():
+        init = dict(arch="tiny", hidden_size=SHAPE["hidden_size"], intermediate_size=SHAPE["intermediate_size"],
+                    num_hidden_layers=layers or SHAPE["num_hidden_layers"],
+                    num_attention_heads=SHAPE["num_attention_heads"], max_position_embeddings=8192, seed=0)
+        return Policy.create(init, SHAPE["vocab_size"], 0, "cpu")
     from transformers import Qwen3Config, Qwen3ForCausalLM
     cfg = dict(SHAPE)
     if layers:
