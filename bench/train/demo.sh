@@ -63,7 +63,7 @@ may_start() {  # may_start <stage>: the call's first stage always runs (progress
 }
 stage_budget() { local b=$(($(left) - RESERVE_S)); echo $((b < 1 ? 1 : b)); }
 {
-  echo "tree: $(cat "$B/commit.txt" 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "tree: $(head -1 "$B/commit.txt" 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)"
   echo "date: $(date -u +%FT%TZ)"
   echo "host: $(hostname) $(nproc) cores"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "gpu: none"
