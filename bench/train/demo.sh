@@ -62,6 +62,7 @@ may_start() {  # may_start <stage>: the call's first stage always runs (progress
   STARTED=1
 }
 stage_budget() { local b=$(($(left) - RESERVE_S)); echo $((b < 1 ? 1 : b)); }
+hard_limit() { local r=$((RESERVE_S - 5)); echo $(($1 + (r > 60 ? r : 60))); }  # kill a stage past its budget
 {
   echo "tree: $(head -1 "$B/commit.txt" 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)"
   echo "date: $(date -u +%FT%TZ)"
@@ -90,7 +91,7 @@ sft() {
   may_start sft || return 1
   local b; b=$(stage_budget)
   log "demo: sft with trainer.time_budget_s=$b"
-  timeout -k 10 $((b + RESERVE_S - 5)) "$K" sft $(sft_args) "${SFT_X[@]}" "${SFT_EXTRA[@]}" \
+  timeout -k 10 "$(hard_limit "$b")" "$K" sft $(sft_args) "${SFT_X[@]}" "${SFT_EXTRA[@]}" \
     "trainer.time_budget_s=$b" >> "$RUNS/sft_stdout.txt" 2>> "$RUNS/sft_stderr.txt"
   local rc=$?
   log "demo: sft exit $rc"
@@ -107,7 +108,7 @@ grade() {
 }
 arm() {  # arm <name> <budget> [overrides...]
   local name=$1 b=$2; shift 2
-  timeout -k 10 $((b + RESERVE_S - 5)) "$K" train --config examples/train/rl_0p6b_demo.yaml \
+  timeout -k 10 "$(hard_limit "$b")" "$K" train --config examples/train/rl_0p6b_demo.yaml \
     "model.path=$RUNS/sft/final" "trainer.out_dir=$RUNS/$name" "metrics.known_solutions=$SOLUTIONS" \
     "data.train_files=[$TASKS]" "${RL_X[@]}" "$@" "${RL_EXTRA[@]}" "trainer.time_budget_s=$b" \
     >> "$RUNS/$name.stdout" 2>> "$RUNS/$name.stderr"

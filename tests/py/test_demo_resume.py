@@ -4,8 +4,9 @@ resumed gives the same per-step metrics as an uncut one.
 The demo's stages (data, sft, grade, rl with its shuffled-reward control) run on the one-prompt bandit of
 test_train_cpu.py (three known answers whose fake-gym rewards are fixed by markers, so every number is
 deterministic) with the pure-torch tiny policy. The uncut demo is one call with an ample budget. The cut one: a call
-with BUDGET_S=1 (the SFT does one step and stops with a checkpoint: trainer.time_budget_s), a call that finishes
-the SFT and its grading (STAGES), a call with BUDGET_S=1 (each RL arm does one step and stops), and a last call.
+with BUDGET_S=1 (the SFT does the steps that fit in a second and stops with a checkpoint: trainer.time_budget_s), a
+call that finishes the SFT and its grading (STAGES), a call with BUDGET_S=1 (each RL arm does one step and stops),
+and a last call.
 Its demo.json and the runs' metrics equal the uncut demo's, step for step.
 """
 import json
@@ -79,8 +80,8 @@ def test_a_demo_cut_and_resumed_reaches_the_uncut_demos_metrics(kgym, bandit, tm
     runs, out = cut / "runs", cut / "out"
     log = demo(kgym, d, gym, runs, out, 1)
     said = open(runs / "sft_stdout.txt").read() + open(runs / "sft_stderr.txt").read()
-    assert "demo: more calls needed" in log and "stopped at step 1 of 150" in said, log[-2000:] + said[-2000:]
-    assert len(metrics(runs / "sft" / "metrics.jsonl")) == 1
+    assert "demo: more calls needed" in log and "stopped at step" in said, log[-2000:] + said[-2000:]
+    assert 1 <= len(metrics(runs / "sft" / "metrics.jsonl")) < 150  # steps that fit in 1 s after the model's start
     assert not (runs / "sft" / "final").exists()
     log = demo(kgym, d, gym, runs, out, 100000, stages="data sft grade")
     assert (runs / "sft" / "eval" / "grade.json").exists(), log[-3000:]
