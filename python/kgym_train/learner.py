@@ -422,6 +422,8 @@ class Learner:
             "actor/clip_frac": (sums["clip_upper"] + sums["clip_lower"]) / tokens,
             "actor/clip_frac_upper": sums["clip_upper"] / tokens, "actor/clip_frac_lower": sums["clip_lower"] / tokens,
             "actor/clip_frac_dual": sums["clip_dual"] / tokens, "time/update_s": time.time() - t0,
+            # weight handling inside the update: the float32 masters copied into the bf16 parameters (0 without)
+            "time/weight_copy_s": getattr(self.optimizer, "copy_s", 0.0) if stepped else 0.0,
         })
         return metrics
 

@@ -14,6 +14,8 @@ Per parameter: 2 bytes weight + 4 master + 4 master gradient + the inner optimiz
 largest micro-batch, the KV cache of the rollout engine; the learner prints it at start and compares it with
 torch.cuda.max_memory_allocated after its first steps.
 """
+import time
+
 import torch
 
 from .packing import HEAD_CHUNK_ELEMENTS
@@ -26,6 +28,7 @@ class MasterWeights:
         self.masters = [torch.nn.Parameter(p.detach().float().clone()) for p in self.params]
         self.inner = build(self.masters)
         self.param_groups = self.inner.param_groups
+        self.copy_s = 0.0
         self.hooks = [p.register_post_accumulate_grad_hook(self._hook(m)) for p, m in zip(self.params, self.masters)]
 
     @staticmethod
@@ -49,9 +52,18 @@ class MasterWeights:
 
     @torch.no_grad()
     def step(self):
+        """The inner optimizer's step on the masters, then the copy into the parameters; `copy_s` is the copy's wall
+        time (the GPU drained before and after, so it is the copy's own)."""
         self.inner.step()
+        sync = self.params and self.params[0].is_cuda
+        if sync:
+            torch.cuda.synchronize()
+        t0 = time.time()
         for p, m in zip(self.params, self.masters):
             p.copy_(m)
+        if sync:
+            torch.cuda.synchronize()
+        self.copy_s = time.time() - t0
 
     def state_dict(self):
         return {"inner": self.inner.state_dict(), "masters": [m.detach().cpu() for m in self.masters]}

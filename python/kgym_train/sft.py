@@ -6,9 +6,14 @@ batch's assistant tokens (every micro-batch is divided by the batch's token coun
 exact). AdamW, warmup + cosine (or constant), gradient clipping, optional bf16 autocast. Checkpoints every
 trainer.save_freq steps and at the end (checkpoint.py); trainer.resume continues bit-identically. The final model
 (weights + tokenizer) is also written to out_dir/final, the folder the RL stage starts from.
+
+trainer.time_budget_s (seconds from the start of run_sft; null or <= 0: none): after a step, when the time spent
+plus the longest step so far would pass the budget, a checkpoint is saved and the run stops without out_dir/final
+(the same command again continues from that checkpoint). At least one step is done per run.
 """
 import math
 import os
+import shutil
 import time
 
 import torch
@@ -77,7 +82,13 @@ def validation_loss(learner, data, data_cfg):
     return loss / max(targets, 1)
 
 
+def out_of_time(started, longest, budget):
+    """Whether another step of `longest` seconds would end past `budget` seconds after `started`."""
+    return bool(budget) and budget > 0 and time.time() - started + longest > budget
+
+
 def run_sft(cfg):
+    started = time.time()
     trainer, data_cfg, optim = cfg["trainer"], cfg["data"], cfg["optim"]
     out_dir = trainer["out_dir"]
     os.makedirs(out_dir, exist_ok=True)
@@ -108,6 +119,7 @@ def run_sft(cfg):
               f"{learner.policy.num_parameters()} parameters ({learner.policy.arch}) on {learner.device} x "
               f"{learner.ranks.world} rank(s) ({learner.ranks.sharding})", flush=True)
     learner.policy.model.train()
+    budget, longest = trainer.get("time_budget_s"), 0.0
     while step < total:
         t0 = time.time()
         epoch, index = divmod(step, per_epoch)
@@ -125,10 +137,21 @@ def run_sft(cfg):
             rec["val/loss"] = validation_loss(learner, val, data_cfg)
         if main and (step % max(1, int(trainer.get("log_freq", 1))) == 0 or step == total):
             log.write(step, rec)
-        if step == total or (int(trainer["save_freq"]) > 0 and step % int(trainer["save_freq"]) == 0):
+        longest = max(longest, dt)
+        stop = step < total and out_of_time(started, longest, budget)
+        stop = learner.ranks.all_sum([float(stop)], op="max")[0] > 0  # every rank stops at the same step
+        if stop or step == total or (int(trainer["save_freq"]) > 0 and step % int(trainer["save_freq"]) == 0):
             learner.save(os.path.join(out_dir, "checkpoints", f"step_{step}"), {"step": step, "total": total})
             if main:
                 checkpoint.prune(out_dir, trainer.get("max_ckpt_to_keep"))
+        if stop:
+            if main:
+                shutil.rmtree(os.path.join(out_dir, "final"), ignore_errors=True)  # an earlier run's is stale
+                log.close()
+                print(f"kgym_train sft: stopped at step {step} of {total}: the next step would pass "
+                      f"trainer.time_budget_s={budget}; the same command again continues", flush=True)
+            learner.ranks.close()
+            return None
     final = os.path.join(out_dir, "final")
     learner.save_weights(final)
     if main:

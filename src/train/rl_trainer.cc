@@ -256,9 +256,13 @@ Status RlTrainer::Step(int64_t step) {
                     {P::kFieldTokenMask, rl.token_mask[i]}});
   }
   nlohmann::json update;
+  const auto t_train = Clock::now();
   s = CallLearner(P::kPathTrainStep, {{P::kFieldStep, step}, {P::kFieldRows, rows}}, &update);
+  const double train_call_s = Since(t_train);
+  const auto t_push = Clock::now();
   if (s.ok()) s = PushWeights(step);
   if (!s.ok()) return s;
+  const double push_s = Since(t_push);
 
   // 4. The step's numbers.
   nlohmann::json m = rl.metrics;
@@ -274,6 +278,10 @@ Status RlTrainer::Step(int64_t step) {
   m["time/generate_s"] = gen_s;
   m["time/evaluate_s"] = rollout_s - gen_s;  // lockstep: the rest of the rollout phase is the gym's
   m["time/logprob_s"] = logprob_s;
+  m["time/train_call_s"] = train_call_s;  // the learner's time/update_s plus the request's own cost
+  m["time/weight_push_s"] = push_s;       // 0 when the learner serves its own live weights (rollout.engine=local)
+  m["time/step_start_unix"] = std::chrono::duration<double>(
+      std::chrono::system_clock::now().time_since_epoch()).count() - Since(t0);
   m["time/step_s"] = Since(t0);
   m["perf/generated_tokens"] = gen("tokens");
   m["perf/tokens_per_s"] = gen_s > 0 ? gen("tokens") / gen_s : 0.0;
@@ -394,6 +402,7 @@ Status RlTrainer::ResumePoint(bool configured, std::string* resume, int64_t* sta
 }
 
 Status RlTrainer::Run() {
+  const auto started = Clock::now();
   Status s = Setup();
   if (!s.ok()) return s;
   std::string resume;
@@ -410,11 +419,28 @@ Status RlTrainer::Run() {
     return start == 1 && !val_tasks_.empty() && cfg_["trainer"]["val_before_train"].get<bool>();
   };
   if (validate_first()) s = Validate(0);
+  const double budget = cfg_["trainer"].value("time_budget_s", nlohmann::json()).is_number()
+                            ? cfg_["trainer"]["time_budget_s"].get<double>()
+                            : 0.0;
+  double longest = 0;  // the longest step so far, with its checkpoint and validation
   for (int64_t step = start; step <= total;) {
+    const auto t_step = Clock::now();
+    const bool save = (save_freq > 0 && step % save_freq == 0) || step == total;
     if (s.ok()) s = Step(step);
-    if (s.ok() && ((save_freq > 0 && step % save_freq == 0) || step == total)) s = Checkpoint(step);
+    if (s.ok() && save) s = Checkpoint(step);
     if (s.ok() && !val_tasks_.empty() && test_freq > 0 && (step % test_freq == 0 || step == total)) s = Validate(step);
     if (s.ok() && !learner_failed_.ok()) s = learner_failed_;  // a call whose failure the step could go on without
+    longest = std::max(longest, Since(t_step));
+    if (s.ok() && budget > 0 && step < total && Since(started) + longest > budget) {
+      if (!save) s = Checkpoint(step);
+      if (s.ok()) {
+        std::fprintf(stderr,
+                     "kgym train: stopped at step %lld of %lld: the next step would pass trainer.time_budget_s=%g; "
+                     "the same command again continues\n",
+                     static_cast<long long>(step), static_cast<long long>(total), budget);
+        break;
+      }
+    }
     if (s.ok()) {
       ++step;
       continue;

@@ -12,7 +12,12 @@
 // <out_dir>/rollouts/step_N/; validation (Fast@p) every trainer.test_freq steps to <out_dir>/val/step_N/;
 // checkpoints every trainer.save_freq steps to <out_dir>/checkpoints/step_N/ (the learner's state plus
 // kgym_state.json), from which trainer.resume=auto continues (train/run_resume.h: the steps after the checkpoint are
-// done again, and what they had left is dropped first, so no step is counted twice).
+// done again, and what they had left is dropped first, so no step is counted twice). With trainer.time_budget_s,
+// once the time since Run() began plus the longest step so far would pass the budget, the run saves a checkpoint
+// and stops (Ok); the same command again continues from it. Per step, the phases' times in metrics.jsonl:
+// time/generate_s, time/evaluate_s (the rest of the rollout phase: the gym), time/logprob_s, time/train_call_s (the
+// learner's PPO step, whose own time/update_s and time/weight_copy_s, the bf16 parameters refreshed from their
+// float32 masters, it contains), time/weight_push_s (to an external engine), time/step_s, time/step_start_unix.
 //
 // A learner that dies or answers with something not its own (a reply that is not JSON, a 5xx) is restarted from the
 // newest checkpoint, up to trainer.max_learner_restarts times, and the steps after that checkpoint are done again;

@@ -12,7 +12,8 @@
 namespace kgym::train {
 
 // `summary` gets the grading's headline numbers (empty without eval.tasks). With `train` false only the grading
-// runs (on <out_dir>/final).
+// runs (on <out_dir>/final). A training run stopped by trainer.time_budget_s (no <out_dir>/final) is not graded:
+// `summary` is {"stopped": true} and the same call again continues from the newest checkpoint.
 Status RunSft(const nlohmann::json& cfg, bool train, nlohmann::json* summary);
 
 // Greedy first-turn outputs of the model in `model_dir`, graded on the config's eval.tasks.

@@ -114,7 +114,8 @@ def test_rl_moves_the_policy_to_the_fast_answer_and_resumes(kgym, bandit, tmp_pa
     assert [r["step"] for r in m] == list(range(1, 13))
     for key in ("reward/mean", "adv/abs_mean", "mrs/keep_frac", "mismatch/abs_max", "filter/row_keep_frac",
                 "actor/grad_norm", "actor/entropy", "perf/tokens_per_s", "time/generate_s", "time/evaluate_s",
-                "rollout/solution/fast", "rollout/correct_rate", "policy/version"):
+                "rollout/solution/fast", "rollout/correct_rate", "policy/version", "time/logprob_s",
+                "time/train_call_s", "time/weight_push_s", "time/step_start_unix"):
         assert key in m[0], key
     fast = [r["rollout/solution/fast"] for r in m]
     # Shares of 8 samples a step: a window of 3 steps (24 samples) has a standard deviation near 0.09 at a true share
