@@ -5,6 +5,7 @@
 # writes its JSON into $OUT as it ends, so a cut call keeps what finished.
 #   OUT=DIR bash bench/train/run_rl_engine.sh            on the GPU machine (its python3 has torch 2 + transformers)
 #   REHEARSE=1 OUT=DIR bash bench/train/run_rl_engine.sh on the CPU (tiny shapes; checks every stage runs)
+# Carry build/pytest-whl (pytest's wheels: pip download pytest pluggy iniconfig packaging) for the GPU tests stage.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-/tmp/kgym-rl-engine}"
@@ -26,6 +27,12 @@ stage() {  # name, timeout seconds, command...
   echo "$name exit $?" >> "$OUT/summary.txt"
   tail -4 "$OUT/$name.log" | tee -a "$OUT/summary.txt"
 }
+if [ -d build/pytest-whl ] && ! "$PY" -c "import pytest" 2>/dev/null; then  # the GPU machine's Python has no pytest
+  "$PY" -m pip install -q --no-index --target /tmp/kgym-pytest build/pytest-whl/*.whl > /dev/null 2>&1
+  export PYTHONPATH="$PYTHONPATH:/tmp/kgym-pytest"
+fi
+stage gpu_tests "${T_TESTS:-90}" "$PY" -m pytest -q -p no:cacheprovider tests/py/test_paged_attention.py \
+  tests/py/test_train_rollout.py -k "not served_chat"
 if [ -f bench/train/paged_decode_speed.py ]; then
   stage paged_decode "${T_KERNEL:-90}" "$PY" bench/train/paged_decode_speed.py --out "$OUT" "${R[@]}"
 fi
