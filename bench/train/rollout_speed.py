@@ -262,8 +262,8 @@ def main():
 
 
 def machine_facts(argv):
-    """command, date, machine, torch, transformers, GPU and the tree's commit (from bench/gpu/pack.sh's
-    commit.txt where the run carries no .git)."""
+    """command, date, machine, torch, transformers, GPU and the tree's commit: $KGYM_TREE where the caller names it
+    (the device tool's copy of .git can be stale), else git's HEAD, else bench/gpu/pack.sh's commit.txt."""
     res = {"command": " ".join(argv), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "machine": platform.node(),
            "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0) if DEV == "cuda" else "cpu (rehearsal)"}
     try:
@@ -271,7 +271,8 @@ def machine_facts(argv):
         res["transformers"] = transformers.__version__
     except ImportError:
         res["transformers"] = None
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = os.environ.get("KGYM_TREE") or subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT,
+                                                           capture_output=True, text=True).stdout.strip()
     packed = os.path.join(ROOT, "build", "gpu", "commit.txt")
     if not commit and os.path.exists(packed):
         commit = open(packed).readline().strip()

@@ -5,6 +5,7 @@
 # writes its JSON into $OUT as it ends, so a cut call keeps what finished.
 #   OUT=DIR bash bench/train/run_rl_engine.sh            on the GPU machine (its python3 has torch 2 + transformers)
 #   REHEARSE=1 OUT=DIR bash bench/train/run_rl_engine.sh on the CPU (tiny shapes; checks every stage runs)
+# Name the tree in KGYM_TREE=$(git rev-parse HEAD) on the command line: the device's copy of .git can be stale.
 # Carry build/pytest-whl (pytest's wheels: pip download pytest pluggy iniconfig packaging) for the GPU tests stage.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,7 +16,7 @@ export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 R=()
 [ "${REHEARSE:-0}" = 1 ] && R=(--rehearse)
 {
-  echo "tree: $(head -1 build/gpu/commit.txt 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "tree: ${KGYM_TREE:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
   echo "date: $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no GPU"
   "$PY" -c "import torch; print('torch', torch.__version__)" 2>&1
