@@ -9,9 +9,9 @@ What it does, and how:
                 write k/v at the slot's position (its page, or the trash page for rows not live) -> attention over
                 each slot's own used positions only (paged_attention.PagedDecode: the block table read by the
                 kernel, no position past a row's length read) -> output/MLP, then fp32 logits and sampling
-                (sampling.py), all tensor code. On CUDA each (b, pages, filtered) step is captured once as a CUDA
-                graph and replayed; a chunk of `chunk` steps runs with no host synchronisation, then the chunk's
-                tokens come back in one copy.
+                (sampling.py; on CUDA one fused kernel, sample_kernel.py), all tensor code. On CUDA each (b, pages,
+                filtered) step is captured once as a CUDA graph and replayed; a chunk of `chunk` steps runs with no
+                host synchronisation, then the chunk's tokens come back in one copy.
   admission     continuous batching: at every chunk boundary the finished sequences leave their slots and give back
                 their pages, and waiting ones take free slots (lowest first) while the free pages cover their
                 needs and a chunk's growth of everyone live. A prompt is prefilled once, whenever its samples
@@ -42,10 +42,11 @@ import time
 
 import torch
 
-from . import attention, sampling
+from . import attention
 from .decoder import view_of
 from .kv_pages import PagedKV, Prefix
 from .paged_attention import PagedDecode
+from .sample_kernel import Sampler
 
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512)
 LENGTH_QUANTUM = 256  # cache-length buckets are multiples of this (and max_len itself)
@@ -132,7 +133,7 @@ class RolloutEngine:
                                   1.0 / math.sqrt(v.head_dim))
         self.stop_tensor = torch.tensor(sorted(set(int(s) for s in stop_ids)) or [-1], device=self.device)
         self.stop_set = set(int(s) for s in stop_ids)
-        self.vkeys = sampling.vocab_keys(min(policy.vocab_size(), vocab_limit or policy.vocab_size()), self.device)
+        self.sampler = Sampler(min(policy.vocab_size(), vocab_limit or policy.vocab_size()), self.device)
         self.arange_slots = torch.arange(self.slots, device=self.device)
         self.graphs = {}
         self.pool = None
@@ -360,8 +361,7 @@ class RolloutEngine:
         top_k = dev([q.top_k for q in reqs], torch.long)
         top_p = dev([q.top_p for q in reqs], torch.float32)
         zero = torch.zeros(len(reqs), dtype=torch.long, device=self.device)
-        tok, lp = sampling.sample(torch.stack(logits), temp, top_k, top_p, seed, zero, self.vkeys,
-                                  any(q.filtered for q in reqs))
+        tok, lp = self.sampler(torch.stack(logits), temp, top_k, top_p, seed, zero, any(q.filtered for q in reqs))
         plen = dev([len(q.prompt) for q in reqs], torch.long)
         max_new = dev([min(q.max_tokens, self.max_len - len(q.prompt)) for q in reqs], torch.long)
         st.tokens[idx], st.pos[idx], st.gen[idx], st.max_new[idx] = tok, plen, torch.ones_like(zero), max_new
@@ -446,8 +446,7 @@ class RolloutEngine:
             a = self.attend(q[:, :, 0], kv.k[i], kv.v[i], kv.table, used, pages)
             x = v.finish(i, x, a.reshape(b, 1, -1))
         logits = v.logits(x[:, 0])
-        tok, lp = sampling.sample(logits, st.temp[:b], st.top_k[:b], st.top_p[:b], st.seed[:b], st.gen[:b],
-                                  self.vkeys, filtered)
+        tok, lp = self.sampler(logits, st.temp[:b], st.top_k[:b], st.top_p[:b], st.seed[:b], st.gen[:b], filtered)
         st.out_tokens[:, :b].index_copy_(0, st.k, torch.where(active, tok, torch.full_like(tok, -1))[None])
         st.out_logp[:, :b].index_copy_(0, st.k, lp[None])
         st.k += 1

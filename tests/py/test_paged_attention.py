@@ -29,6 +29,9 @@ PYTHON = os.environ.get("KGYM_PYTHON", sys.executable)
 
 from kgym_train import paged_attention as pa  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import triton_interp  # noqa: E402
+
 TOLERANCE = {"float32": 1e-5, "float16": 3e-3, "bfloat16": 2e-2}
 WILD = (1 << 30, -7, 123456789)  # stale block-table values: any read through them would fault
 
@@ -140,29 +143,15 @@ def interpret_main():
         print(json.dumps(dict(rec, case=_case_name(dt, g, p, s, bn))), flush=True)
 
 
-def _env():
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    extra = os.environ.get("KGYM_TRITON_PATH")
-    if extra:
-        env["PYTHONPATH"] = extra + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
-
-
-def _triton_available():
-    probe = subprocess.run([PYTHON, "-c", "import torch, triton, triton.language"], env=_env(),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return probe.returncode == 0
-
-
-needs_triton = pytest.mark.skipif(not _triton_available(),
+needs_triton = pytest.mark.skipif(not triton_interp.available(),
                                   reason="triton is not importable (set KGYM_TRITON_PATH to a pip --target dir "
                                          "holding triton)")
 
 
 @pytest.fixture(scope="module")
 def interpreted():
-    proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--interpret"], env=_env(), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=600)
+    proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--interpret"], env=triton_interp.env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
     results = {}
     for line in proc.stdout.splitlines():
         rec = json.loads(line)
