@@ -66,7 +66,8 @@ def one(policy, batch, args):
     kernel_ms = sum(r["us_per_step"] for r in rows) / 1000
     count = sum(r["per_step"] for r in rows)
     return {"batch": batch, "ms_per_step_graph": ms, "kernel_ms_per_step": kernel_ms, "kernels_per_step": count,
-            "gap_ms_per_step": ms - kernel_ms, "attention": engine.attend.backend, "top": rows[:40]}
+            "gap_ms_per_step": ms - kernel_ms, "attention": engine.attend.backend,
+            "projection_tail": engine.project.backend, "sampling": engine.sampler.backend, "top": rows[:40]}
 
 
 def main():
@@ -93,7 +94,7 @@ def main():
             json.dump(res, f, indent=2)
         rs.log(f"\nbatch {b}: {r['ms_per_step_graph']:.2f} ms per step from graphs; kernels {r['kernel_ms_per_step']:.2f}"
                f" ms in {r['kernels_per_step']:.0f} launches per step (gap {r['gap_ms_per_step']:.2f} ms); "
-               f"attention {r['attention']}")
+               f"attention {r['attention']}, projection tail {r['projection_tail']}, sampling {r['sampling']}")
         for row in r["top"][:25]:
             rs.log(f"  {row['us_per_step']:9.1f} us {row['per_step']:6.1f}x  {row['kernel'][:90]}")
 

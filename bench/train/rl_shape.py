@@ -99,7 +99,8 @@ def measure(args, res):
     engine = RolloutEngine(policy, slots=args.slots, max_len=max_len, stop_ids=[], chunk=args.chunk,
                            kv_tokens=kv_tokens, page_size=args.page)
     rs.log(f"engine: {args.slots} slots, KV pool {kv_tokens} tokens ({engine.cache_bytes() / 2**30:.2f} GiB, pages "
-           f"of {args.page}), attention {engine.attend.backend}, CUDA graphs {'on' if engine.graphs_on else 'off'}")
+           f"of {args.page}), attention {engine.attend.backend}, projection tail {engine.project.backend}, "
+           f"sampling {engine.sampler.backend}, CUDA graphs {'on' if engine.graphs_on else 'off'}")
     warm = run(engine, schedule(args, args.seed + 1))
     rs.log(f"warm-up pass {warm:.1f} s ({engine.stats.get('graphs', 0)} graphs captured)")
     reqs = schedule(args, args.seed)
@@ -116,7 +117,8 @@ def measure(args, res):
     res.update(requests=len(reqs), n=args.n, prompts=args.prompts, prompt_tokens=args.prompt, kv_gb=args.kv_gb,
                slots=args.slots, page_size=args.page, chunk=args.chunk, kv_pool_tokens=kv_tokens,
                parameters=params, weight_bytes=weight_bytes, kv_bytes_per_token=kvpt,
-               attention=engine.attend.backend, response_tokens=tokens,
+               attention=engine.attend.backend, projection_tail=engine.project.backend,
+               sampling=engine.sampler.backend, response_tokens=tokens,
                response_median=sorted(r.max_tokens for r in reqs)[len(reqs) // 2],
                response_max=max(r.max_tokens for r in reqs), wall_s=wall, tokens_per_s=tokens / wall,
                bound_decode_s=t_dec, bound_prefill_s=t_pre, fraction_of_bound=(t_dec + t_pre) / wall,

@@ -118,7 +118,8 @@ def curve(policy, args, bw, weight_bytes, kv_token):
     max_len = args.prompt + args.new
     most = max(args.batches)
     engine = RolloutEngine(policy, slots=most, max_len=max_len, stop_ids=[], chunk=args.chunk)
-    log(f"engine: {most} slots x {max_len} tokens, KV cache {engine.cache_bytes() / 2**30:.1f} GiB")
+    log(f"engine: {most} slots x {max_len} tokens, KV cache {engine.cache_bytes() / 2**30:.1f} GiB, attention "
+        f"{engine.attend.backend}, projection tail {engine.project.backend}, sampling {engine.sampler.backend}")
     for b in args.batches:
         prompts = prompts_for(b, args.prompt, b)
         run_engine(engine, prompts, args.new)  # warm-up: captures this batch's graphs

@@ -7,6 +7,8 @@ copy and no synchronisation.
   rope(x, positions) -> r                         per-forward rotary tables (None for the tiny model)
   project(i, x, r) -> q, k, v                     layer i's (B, H, T, D) query and (B, Hkv, T, D) key/value,
                                                   normalised and rotated exactly as the model's own forward does
+  project_parts(i, x) (Qwen3 only)                a decode step's q/k/v before their norms and rotation, and the
+                                                  norms' weights: fused_project finishes them in one kernel
   finish(i, x, attn) -> x                         layer i's output projection, residual and MLP; attn (B, T, H*D)
   logits(x) -> (…, V)                             final norm and output head
 
@@ -115,6 +117,17 @@ class Qwen3View:
         k = rms_norm(attn.k_proj(h).view(shape), attn.k_norm).transpose(1, 2)
         v = attn.v_proj(h).view(shape).transpose(1, 2)
         return self._rotate(q, r), self._rotate(k, r), v
+
+    def project_parts(self, i, x):
+        """A decode step's projections before their norms and rotation (fused_project does those): x (B, 1, hidden)
+        -> q (B, H, D), k/v (B, Hkv, D), the q_norm and k_norm weights and their epsilon."""
+        layer = self.inner.layers[i]
+        attn = layer.self_attn
+        h = rms_norm(x, layer.input_layernorm)
+        b = h.shape[0]
+        return (attn.q_proj(h).view(b, -1, self.head_dim), attn.k_proj(h).view(b, -1, self.head_dim),
+                attn.v_proj(h).view(b, -1, self.head_dim), attn.q_norm.weight, attn.k_norm.weight,
+                attn.q_norm.variance_epsilon)
 
     def finish(self, i, x, attn):
         layer = self.inner.layers[i]

@@ -229,7 +229,8 @@ class Learner:
                 kv = self.engine.cache_bytes()
                 print(f"kgym_train: rollout engine {slots} slots x {max_len} tokens, paged KV cache "
                       f"{kv_tokens} tokens ({kv / 2**30:.2f} GiB, pages of {self.engine.page_size}), "
-                      f"attention {self.engine.attend.backend}, CUDA graphs "
+                      f"attention {self.engine.attend.backend}, projection tail {self.engine.project.backend}, sampling "
+                      f"{self.engine.sampler.backend}, CUDA graphs "
                       f"{'on' if self.engine.graphs_on else 'off'}", file=sys.stderr, flush=True)
         return self.engine
 

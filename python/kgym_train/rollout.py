@@ -44,69 +44,15 @@ import torch
 
 from . import attention
 from .decoder import view_of
+from .fused_project import FusedProject
 from .kv_pages import PagedKV, Prefix
 from .paged_attention import PagedDecode
+from .rollout_state import Request, _State, sample_seed  # noqa: F401  (Request, sample_seed: the engine's surface)
 from .sample_kernel import Sampler
 
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512)
 LENGTH_QUANTUM = 256  # cache-length buckets are multiples of this (and max_len itself)
 PAGE_SIZE = 64  # tokens per KV page (divides LENGTH_QUANTUM)
-
-
-def sample_seed(seed, k):
-    """The seed of the k-th sequence of a request seeded `seed` (None: unseeded): each sequence samples from its own
-    seed, so its tokens depend neither on the batch it runs in nor on the ranks that share the batch."""
-    return None if seed is None else int(seed) * 1000003 + k
-
-
-class Request:
-    """One sequence to sample. `prompt` a list of ids; `stop` a list of strings; `seed` any int (None: from the
-    engine's counter). Filled in by the engine: tokens, logprobs, finish_reason ("stop" | "length"), text_end (the
-    character offset where a stop string began, else None)."""
-
-    def __init__(self, prompt, max_tokens, temperature=1.0, top_p=1.0, top_k=-1, seed=None, stop=None):
-        if not prompt:
-            raise ValueError("a prompt needs at least one token")
-        if max_tokens < 1:
-            raise ValueError("max_tokens must be >= 1")
-        self.prompt = list(prompt)
-        self.max_tokens = int(max_tokens)
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
-        self.top_k = int(top_k)
-        self.seed = seed
-        self.stop = [s for s in (stop or []) if s]
-        self.tokens, self.logprobs = [], []
-        self.finish_reason = None
-        self.text_end = None
-        self.done = threading.Event()
-        self.error = None
-        self.version = None  # the policy version that finished it (the server's)
-        self.resume = False  # evicted after it started: re-admission recomputes its context
-        self.order = 0  # admission order (the engine's), for choosing whom to evict
-        self.shared = 0  # leading tokens of its context in pages shared with the other samples of its prompt
-
-    @property
-    def filtered(self):
-        return self.temperature > 0 and (0 < self.top_k or self.top_p < 1.0)
-
-
-class _State:
-    """The device-side state of every slot (vectors of length `slots`), and the chunk's output rows."""
-
-    def __init__(self, slots, chunk, device):
-        z = lambda dtype: torch.zeros(slots, dtype=dtype, device=device)  # noqa: E731
-        self.tokens, self.pos, self.gen, self.max_new = z(torch.long), z(torch.long), z(torch.long), z(torch.long)
-        self.seed, self.top_k = z(torch.long), z(torch.long)
-        self.temp, self.top_p = z(torch.float32), torch.ones(slots, dtype=torch.float32, device=device)
-        self.done = torch.ones(slots, dtype=torch.bool, device=device)
-        self.k = torch.zeros(1, dtype=torch.long, device=device)  # the output row the next step writes
-        self.out_tokens = torch.zeros((chunk, slots), dtype=torch.long, device=device)
-        self.out_logp = torch.zeros((chunk, slots), dtype=torch.float32, device=device)
-
-    def vectors(self):
-        return [self.tokens, self.pos, self.gen, self.max_new, self.seed, self.top_k, self.temp, self.top_p,
-                self.done, self.k, self.out_tokens, self.out_logp]
 
 
 class RolloutEngine:
@@ -133,6 +79,7 @@ class RolloutEngine:
                                   1.0 / math.sqrt(v.head_dim))
         self.stop_tensor = torch.tensor(sorted(set(int(s) for s in stop_ids)) or [-1], device=self.device)
         self.stop_set = set(int(s) for s in stop_ids)
+        self.project = FusedProject(v, self.device)
         self.sampler = Sampler(min(policy.vocab_size(), vocab_limit or policy.vocab_size()), self.device)
         self.arange_slots = torch.arange(self.slots, device=self.device)
         self.graphs = {}
@@ -441,9 +388,8 @@ class RolloutEngine:
         dest = torch.where(active, dest, pos % p)  # page 0, the trash page
         used = torch.where(active, pos + 1, torch.ones_like(pos)).to(torch.int32)
         for i in range(v.layers):
-            q, k, val = v.project(i, x, r)
-            kv.write(i, dest, k[:, :, 0], val[:, :, 0])
-            a = self.attend(q[:, :, 0], kv.k[i], kv.v[i], kv.table, used, pages)
+            q = self._project(i, x, r, dest)
+            a = self.attend(q, kv.k[i], kv.v[i], kv.table, used, pages)
             x = v.finish(i, x, a.reshape(b, 1, -1))
         logits = v.logits(x[:, 0])
         tok, lp = self.sampler(logits, st.temp[:b], st.top_k[:b], st.top_p[:b], st.seed[:b], st.gen[:b], filtered)
@@ -455,6 +401,19 @@ class RolloutEngine:
         st.pos[:b] += active.long()
         st.gen[:b] += active.long()
         st.done[:b] |= active & ended
+
+    def _project(self, i, x, r, dest):
+        """Layer i's query (B, H, D) for one token per row, its key/value written at `dest` (flat page rows)."""
+        v, kv = self.view, self.kv
+        if self.project.fused:
+            q, k, val, qw, kw, eps = v.project_parts(i, x)
+            cos, sin = r
+            flat = lambda t: t.view(-1, *t.shape[2:])  # noqa: E731
+            return self.project(q, k, val, qw, kw, eps, cos.reshape(q.shape[0], -1), sin.reshape(q.shape[0], -1),
+                                flat(kv.k[i]), flat(kv.v[i]), dest)
+        q, k, val = v.project(i, x, r)
+        kv.write(i, dest, k[:, :, 0], val[:, :, 0])
+        return q[:, :, 0]
 
     def _is_stop(self, tok):
         return (tok[:, None] == self.stop_tensor[None, :]).any(-1)
