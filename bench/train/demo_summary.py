@@ -35,18 +35,9 @@ import os
 import re
 import statistics
 
+from summarize import jsonl  # bench/train/summarize.py: a run folder's jsonl, torn last lines skipped
+
 SEEDS = 16 * 16 * 3
-
-
-def jsonl(path):
-    out = []
-    if os.path.exists(path):
-        for line in open(path):
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass  # a torn last line of a cut run
-    return out
 
 
 def mean(rows, key):

@@ -20,18 +20,9 @@ import statistics
 import subprocess
 import sys
 
+from summarize import jsonl  # bench/train/summarize.py: a run folder's jsonl, torn last lines skipped
+
 FP32_REL_TOL = 1e-4
-
-
-def jsonl(path):
-    out = []
-    if os.path.exists(path):
-        for line in open(path):
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
-    return out
 
 
 def rel(a, b):

@@ -149,9 +149,7 @@ def main():
     ap.add_argument("--rehearse", action="store_true", help="CPU, a small model and a small batch: checks the script")
     args = ap.parse_args()
     if args.rehearse:
-        rs.DEV = "cpu"
-        rs.SHAPE.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                        num_key_value_heads=2, head_dim=16, vocab_size=512)
+        rs.rehearse(width=64, heads_dim=16, vocab=512)
         args.median = min(args.median, 13.0)
         args.prompts, args.n, args.prompt, args.cap = min(args.prompts, 3), min(args.n, 4), min(args.prompt, 48), \
             min(args.cap, 64)

@@ -44,6 +44,14 @@ SHAPE = dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num
 DEV = "cuda"
 
 
+def rehearse(width=256, heads_dim=64, vocab=4096):
+    """The CPU rehearsal of a bench: DEV cpu, SHAPE shrunk to a 2-layer model (the GQA of the real one kept)."""
+    global DEV
+    DEV = "cpu"
+    SHAPE.update(hidden_size=width, intermediate_size=2 * width, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=heads_dim, vocab_size=vocab)
+
+
 def log(*a):
     print(*a, flush=True)
 
@@ -209,11 +217,8 @@ def main():
     ap.add_argument("--skip-hf", action="store_true")
     ap.add_argument("--rehearse", action="store_true", help="CPU, a 2-layer 256-wide model: checks the script")
     args = ap.parse_args()
-    global DEV
     if args.rehearse:
-        DEV = "cpu"
-        SHAPE.update(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
-                     num_key_value_heads=2, head_dim=64, vocab_size=4096)
+        rehearse()
     args.batches = [int(x) for x in args.batches.split(",")]
     os.makedirs(args.out, exist_ok=True)
     res = machine_facts(sys.argv)

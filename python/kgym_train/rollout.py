@@ -58,8 +58,8 @@ PAGE_SIZE = 64  # tokens per KV page (divides LENGTH_QUANTUM)
 class RolloutEngine:
     def __init__(self, policy, slots, max_len, stop_ids, decode=None, chunk=16, prefill_tokens=16384,
                  cuda_graphs=None, vocab_limit=None, kv_tokens=None, page_size=PAGE_SIZE):
-        """`kv_tokens`: the KV pool's size in tokens (default slots x max_len: every slot can hold a whole
-        sequence); at least max_len. `vocab_limit`: ids at or past it are never sampled (the tokenizer's size, where
+        """`kv_tokens`: the KV pool's size in tokens (default: every slot can hold a whole sequence, as a static
+        cache would); at least one sequence and its prompt's pages. `vocab_limit`: ids at or past it are never sampled (the tokenizer's size, where
         the model's vocabulary is padded past it)."""
         self.policy = policy
         self.view = view_of(policy)
@@ -71,8 +71,9 @@ class RolloutEngine:
         self.decode_text = decode
         self.graphs_on = self.device.type == "cuda" and (cuda_graphs is None or bool(cuda_graphs))
         v = self.view
-        kv_tokens = max(int(kv_tokens or self.slots * self.max_len), self.max_len)
-        self.kv = PagedKV(v, 1 + -(-kv_tokens // int(page_size)), page_size, self.slots, self.max_len, self.device)
+        seq_pages = -(-self.max_len // int(page_size)) + 1  # a whole sequence, and the copy of its prompt's last page
+        pages = max(-(-int(kv_tokens or 0) // int(page_size)), seq_pages + 1) if kv_tokens else self.slots * seq_pages
+        self.kv = PagedKV(v, 1 + pages, page_size, self.slots, self.max_len, self.device)
         self.page_size = self.kv.page_size
         self.state = _State(self.slots, self.chunk, self.device)
         self.attend = PagedDecode(v.heads, v.kv_heads, v.head_dim, self.page_size, v.dtype, self.device,
@@ -97,8 +98,8 @@ class RolloutEngine:
 
     @staticmethod
     def plan(view, max_len, budget_bytes):
-        """Tokens of KV cache that fit `budget_bytes` (at least one whole sequence of max_len tokens)."""
-        return max(int(max_len) + PAGE_SIZE, int(budget_bytes // kv_bytes_per_token(view)))
+        """Tokens of KV cache that fit `budget_bytes` (the engine holds at least one whole sequence of max_len)."""
+        return int(budget_bytes // kv_bytes_per_token(view))
 
     def cache_bytes(self):
         return self.kv.bytes()

@@ -280,8 +280,8 @@ Status RlTrainer::Step(int64_t step) {
   m["time/logprob_s"] = logprob_s;
   m["time/train_call_s"] = train_call_s;  // the learner's time/update_s plus the request's own cost
   m["time/weight_push_s"] = push_s;       // 0 when the learner serves its own live weights (rollout.engine=local)
-  m["time/step_start_unix"] = std::chrono::duration<double>(
-      std::chrono::system_clock::now().time_since_epoch()).count() - Since(t0);
+  m["time/step_start_unix"] =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() - Since(t0);
   m["time/step_s"] = Since(t0);
   m["perf/generated_tokens"] = gen("tokens");
   m["perf/tokens_per_s"] = gen_s > 0 ? gen("tokens") / gen_s : 0.0;

@@ -71,8 +71,9 @@ Status RunSft(const nlohmann::json& cfg, bool train, nlohmann::json* summary) {
     if (s.ok()) s = RunLearnerCommand(python, {"sft", "--config", config_path}, placement);
     if (!s.ok()) return s;
     if (!std::filesystem::exists(out_dir + "/final")) {  // stopped by trainer.time_budget_s: no final model yet
-      std::fprintf(stderr, "kgym sft: stopped before the last step (trainer.time_budget_s); the same command again "
-                           "continues from the newest checkpoint\n");
+      std::fprintf(stderr,
+                   "kgym sft: stopped before the last step (trainer.time_budget_s); the same command again "
+                   "continues from the newest checkpoint\n");
       *summary = {{"stopped", true}};
       return Status::Ok();
     }

@@ -3,7 +3,6 @@ rotation, the key/value written into the pages) against the same in torch ops, a
 Triton's CPU interpreter in a subprocess; on a GPU, the compiled kernel and the engine's choice of it."""
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -36,13 +35,7 @@ def compare(h, hkv, d, dtype, device="cpu"):
 
 @pytest.fixture(scope="module")
 def interpreted():
-    if not triton_interp.available():
-        pytest.skip("triton is not importable (set KGYM_TRITON_PATH to a pip --target dir holding triton)")
-    p = subprocess.run([triton_interp.PYTHON, os.path.abspath(__file__), "--interpret"], env=triton_interp.env(),
-                       capture_output=True, text=True, timeout=600)
-    got = {json.loads(line)["case"]: json.loads(line) for line in p.stdout.splitlines()}
-    assert got, p.stderr[-2000:]
-    return got
+    return triton_interp.run_cases(__file__)
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=["-".join(map(str, s)) for s in SHAPES])

@@ -17,7 +17,6 @@
 import json
 import math
 import os
-import subprocess
 import sys
 
 import pytest
@@ -150,14 +149,7 @@ needs_triton = pytest.mark.skipif(not triton_interp.available(),
 
 @pytest.fixture(scope="module")
 def interpreted():
-    proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--interpret"], env=triton_interp.env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
-    results = {}
-    for line in proc.stdout.splitlines():
-        rec = json.loads(line)
-        results[rec["case"]] = rec
-    assert results, proc.stderr[-2000:]
-    return results
+    return triton_interp.run_cases(__file__)
 
 
 @needs_triton

@@ -4,7 +4,6 @@ width, widths that are not a multiple of the kernel's block), the same log-probs
 subprocess; on a GPU, the compiled kernel and the engine's choice of it."""
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -46,16 +45,7 @@ def interpret_main():
 
 @pytest.fixture(scope="module")
 def interpreted():
-    if not triton_interp.available():
-        pytest.skip("triton is not importable (set KGYM_TRITON_PATH to a pip --target dir holding triton)")
-    p = subprocess.run([triton_interp.PYTHON, os.path.abspath(__file__), "--interpret"], env=triton_interp.env(),
-                       capture_output=True, text=True, timeout=600)
-    got = {}
-    for line in p.stdout.splitlines():
-        rec = json.loads(line)
-        got[rec["case"]] = rec
-    assert got, p.stderr[-2000:]
-    return got
+    return triton_interp.run_cases(__file__)
 
 
 @pytest.mark.parametrize("v,vocab", CASES)

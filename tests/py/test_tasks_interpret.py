@@ -12,26 +12,19 @@ import sys
 
 import pytest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import triton_interp  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECKER = os.path.join(ROOT, "tasks", "check_solutions.py")
 PYTHON = os.environ.get("KGYM_PYTHON", sys.executable)
 
 
 def _env():
-    env = dict(os.environ, TRITON_INTERPRET="1", KGYM_TASK_SIZE="small")
-    extra = os.environ.get("KGYM_TRITON_PATH")
-    if extra:
-        env["PYTHONPATH"] = extra + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
+    return triton_interp.env(KGYM_TASK_SIZE="small")
 
 
-def _triton_available():
-    probe = subprocess.run([PYTHON, "-c", "import torch, triton, triton.language"], env=_env(),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return probe.returncode == 0
-
-
-if not _triton_available():
+if not triton_interp.available():
     pytest.skip("triton is not importable (set KGYM_TRITON_PATH to a pip --target dir holding triton)",
                 allow_module_level=True)
 

@@ -20,3 +20,21 @@ def available():
     probe = subprocess.run([PYTHON, "-c", "import torch, triton, triton.language"], env=env(),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return probe.returncode == 0
+
+
+def run_cases(test_file, timeout=600):
+    """Runs `test_file --interpret` under the interpreter; it prints one JSON object a line, each with a "case" name.
+    Returns {case: object}; skips the calling test when Triton is not importable."""
+    import json
+
+    import pytest
+    if not available():
+        pytest.skip("triton is not importable (set KGYM_TRITON_PATH to a pip --target dir holding triton)")
+    p = subprocess.run([PYTHON, os.path.abspath(test_file), "--interpret"], env=env(), capture_output=True, text=True,
+                       timeout=timeout)
+    got = {}
+    for line in p.stdout.splitlines():
+        rec = json.loads(line)
+        got[rec["case"]] = rec
+    assert got, p.stderr[-2000:]
+    return got
