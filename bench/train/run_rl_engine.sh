@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 41's engine half on one GPU in one device call (≈ 6-8 minutes on an H100): the paged decode kernel against
-# FlashAttention on a contiguous cache, the RL shape (16 prompts x 16 samples, 1 536-token prompts, drawn response
-# lengths, 24 GiB of KV), and the uniform curve with greedy identity and the bf16 log-prob mismatch. Each stage
+# Issue 41's engine half on one GPU in one device call (≈ 6 minutes on an H100): the engine's kernels' GPU tests, the
+# paged decode kernel against FlashAttention on a contiguous cache, the RL shape (16 prompts x 16 samples, 1 536-token
+# prompts, drawn response lengths, 24 GiB of KV), where a decode step's time goes (decode_profile.py), and the uniform
+# curve with greedy identity and the bf16 log-prob mismatch. Each stage
 # writes its JSON into $OUT as it ends, so a cut call keeps what finished.
 #   OUT=DIR bash bench/train/run_rl_engine.sh            on the GPU machine (its python3 has torch 2 + transformers)
 #   REHEARSE=1 OUT=DIR bash bench/train/run_rl_engine.sh on the CPU (tiny shapes; checks every stage runs)
@@ -33,11 +34,12 @@ if [ -d build/pytest-whl ] && ! "$PY" -c "import pytest" 2>/dev/null; then  # th
   export PYTHONPATH="$PYTHONPATH:/tmp/kgym-pytest"
 fi
 stage gpu_tests "${T_TESTS:-90}" "$PY" -m pytest -q -p no:cacheprovider tests/py/test_paged_attention.py \
-  tests/py/test_train_rollout.py -k "not served_chat"
+  tests/py/test_sample_kernel.py tests/py/test_fused_project.py tests/py/test_train_rollout.py -k "not served_chat and not interpreter"
 if [ -f bench/train/paged_decode_speed.py ]; then
   stage paged_decode "${T_KERNEL:-90}" "$PY" bench/train/paged_decode_speed.py --out "$OUT" "${R[@]}"
 fi
 stage rl_shape "${T_SHAPE:-240}" "$PY" bench/train/rl_shape.py --out "$OUT" --kv-gb "${KV_GB:-24}" "${R[@]}"
+stage decode_profile "${T_PROFILE:-60}" "$PY" bench/train/decode_profile.py --out "$OUT" --batches 64,1 "${R[@]}"
 if [ "${REHEARSE:-0}" = 1 ]; then
   stage rollout_speed 300 "$PY" bench/train/rollout_speed.py --out "$OUT" --batches 1,4 --prompt 32 --new 32 \
     --skip-hf --rehearse
