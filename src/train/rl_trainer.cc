@@ -199,52 +199,25 @@ Status RlTrainer::WriteMetrics(int64_t step, const nlohmann::json& metrics) {
   return out ? Status::Ok() : Status::IOError("cannot append to " + out_dir_ + "/metrics.jsonl");
 }
 
-Status RlTrainer::Step(int64_t step) {
-  const auto t0 = Clock::now();
+RolloutRun RlTrainer::PlanRollouts(int64_t step, std::vector<std::string>* ids) const {
   const auto& data = cfg_["data"];
   TaskSampler sampler(train_tasks_.size(), data["train_batch_size"].get<size_t>(),
                       cfg_["trainer"]["seed"].get<uint64_t>(), data["shuffle"].get<bool>());
   RolloutRun run;
-  std::vector<std::string> ids;
-  for (size_t i : sampler.Step(step - 1)) run.tasks.push_back(train_tasks_[i]), ids.push_back(train_tasks_[i].id);
+  for (size_t i : sampler.Step(step - 1)) run.tasks.push_back(train_tasks_[i]), ids->push_back(train_tasks_[i].id);
   run.samples = spec_.loop.samples;
   run.loop = LoopConfig(false, step);
   run.lockstep = spec_.loop.layout == "lockstep";
   run.llm_concurrency = spec_.loop.llm_concurrency;
   run.eval_concurrency = spec_.gym.eval_concurrency;
   run.out_dir = out_dir_ + "/rollouts/step_" + std::to_string(step);
-  if (shared_gym_ && cfg_["gym"]["cache"] == "step") shared_gym_->Clear();
-  const bool skills = !spec_.skills.library.empty();  // daVinci's schemes, from the newest snapshot
-  if (skills) {
-    Status ls = parts_->LoadSkills(spec_);
-    if (!ls.ok()) return ls;
-  }
-  const agent::TurnLoopDeps deps = parts_->Deps();
-  nlohmann::json before, after;
-  (void)CallLearner(P::kPathHealth, nullptr, &before, 30);
-  if (!learner_failed_.ok()) return learner_failed_;  // no rollouts from a learner that is gone
+  return run;
+}
 
-  // 1. Rollouts with gym rewards.
-  std::vector<nlohmann::json> records;
-  const auto t_roll = Clock::now();
-  Status s = RunRollouts(run, deps, &records);
-  if (!s.ok()) return s;
-  const double rollout_s = Since(t_roll);
-  (void)CallLearner(P::kPathHealth, nullptr, &after, 30);
+namespace {
 
-  // 2. Rows, learner log-probs, the RL core.
-  TrainBatch batch;
-  s = BuildTrainBatch(records, ids, run.samples, cfg_["algorithm"]["coverage_rs_key"].get<std::string>(), &batch);
-  std::vector<std::vector<double>> lp;
-  double logprob_s = 0;
-  if (s.ok()) s = LearnerLogprobs(batch, &lp, &logprob_s);
-  RlStepOptions opt;
-  if (s.ok()) s = RlStepOptionsFromConfig(cfg_, step, &opt);
-  RlStepOutcome rl;
-  if (s.ok()) s = RunRlStep(batch, lp, opt, &rl);
-  if (!s.ok()) return s;
-
-  // 3. One optimizer step on the rows in the loss.
+// The rows the RL core kept in the loss, as the learner's train step takes them.
+nlohmann::json LossRows(const TrainBatch& batch, const RlStepOutcome& rl, const std::vector<std::vector<double>>& lp) {
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < batch.rows.size(); ++i) {
     if (!rl.in_loss[i]) continue;
@@ -255,57 +228,109 @@ Status RlTrainer::Step(int64_t step) {
                     {P::kFieldOldLogprobs, lp[i]},
                     {P::kFieldTokenMask, rl.token_mask[i]}});
   }
+  return rows;
+}
+
+}  // namespace
+
+void RlTrainer::AddStepNumbers(const StepPhases& ph, nlohmann::json* metrics) const {
+  nlohmann::json& m = *metrics;
+  const auto gen = [&](const char* k) {
+    return ph.after.value("generation", nlohmann::json::object()).value(k, 0.0) -
+           ph.before.value("generation", nlohmann::json::object()).value(k, 0.0);
+  };
+  const double gen_s = gen("seconds"), evals = shared_gym_ ? shared_gym_->evaluations() : 0;
+  const double step_s = Since(ph.start);
+  m["time/rollout_s"] = ph.rollout_s;
+  m["time/generate_s"] = gen_s;
+  m["time/evaluate_s"] = ph.rollout_s - gen_s;  // lockstep: the rest of the rollout phase is the gym's
+  m["time/logprob_s"] = ph.logprob_s;
+  m["time/train_call_s"] = ph.train_call_s;  // the learner's time/update_s plus the request's own cost
+  m["time/weight_push_s"] = ph.push_s;       // 0 when the learner serves its own live weights (rollout.engine=local)
+  m["time/step_start_unix"] =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() - step_s;
+  m["time/step_s"] = step_s;
+  m["perf/generated_tokens"] = gen("tokens");
+  m["perf/tokens_per_s"] = gen_s > 0 ? gen("tokens") / gen_s : 0.0;
+  m["perf/gym_evals"] = evals;
+  m["perf/gym_shared"] = shared_gym_ ? shared_gym_->shared() : 0;
+  m["perf/gym_evals_per_s"] = ph.rollout_s - gen_s > 0 ? evals / (ph.rollout_s - gen_s) : 0.0;
+}
+
+void RlTrainer::KeepRollouts(const std::string& dir) const {
+  const std::string keep = cfg_["trainer"]["save_rollouts"].get<std::string>();
+  std::error_code ec;
+  if (keep == "none")
+    fs::remove_all(dir, ec);
+  else if (keep == "text")
+    StripTokens(dir);
+}
+
+Status RlTrainer::Step(int64_t step) {
+  StepPhases ph;
+  ph.start = Clock::now();
+  std::vector<std::string> ids;
+  RolloutRun run = PlanRollouts(step, &ids);
+  if (shared_gym_ && cfg_["gym"]["cache"] == "step") shared_gym_->Clear();
+  const bool skills = !spec_.skills.library.empty();  // daVinci's schemes, from the newest snapshot
+  if (skills) {
+    Status ls = parts_->LoadSkills(spec_);
+    if (!ls.ok()) return ls;
+  }
+  const agent::TurnLoopDeps deps = parts_->Deps();
+  (void)CallLearner(P::kPathHealth, nullptr, &ph.before, 30);
+  if (!learner_failed_.ok()) return learner_failed_;  // no rollouts from a learner that is gone
+
+  // 1. Rollouts with gym rewards.
+  std::vector<nlohmann::json> records;
+  const auto t_roll = Clock::now();
+  Status s = RunRollouts(run, deps, &records);
+  if (!s.ok()) return s;
+  ph.rollout_s = Since(t_roll);
+  (void)CallLearner(P::kPathHealth, nullptr, &ph.after, 30);
+
+  // 2. Rows, learner log-probs, the RL core.
+  TrainBatch batch;
+  s = BuildTrainBatch(records, ids, run.samples, cfg_["algorithm"]["coverage_rs_key"].get<std::string>(), &batch);
+  std::vector<std::vector<double>> lp;
+  if (s.ok()) s = LearnerLogprobs(batch, &lp, &ph.logprob_s);
+  RlStepOptions opt;
+  if (s.ok()) s = RlStepOptionsFromConfig(cfg_, step, &opt);
+  RlStepOutcome rl;
+  if (s.ok()) s = RunRlStep(batch, lp, opt, &rl);
+  if (!s.ok()) return s;
+
+  // 3. One optimizer step on the rows in the loss, then the weights to the engine.
+  const nlohmann::json rows = LossRows(batch, rl, lp);
   nlohmann::json update;
   const auto t_train = Clock::now();
   s = CallLearner(P::kPathTrainStep, {{P::kFieldStep, step}, {P::kFieldRows, rows}}, &update);
-  const double train_call_s = Since(t_train);
+  ph.train_call_s = Since(t_train);
   const auto t_push = Clock::now();
   if (s.ok()) s = PushWeights(step);
   if (!s.ok()) return s;
-  const double push_s = Since(t_push);
+  ph.push_s = Since(t_push);
 
   // 4. The step's numbers.
   nlohmann::json m = rl.metrics;
   m.update(RolloutMetrics(records, have_known_ ? &known_ : nullptr, "rollout"));
   m.update(update[P::kFieldMetrics]);
-  const auto gen = [&](const char* k) {
-    return after.value("generation", nlohmann::json::object()).value(k, 0.0) -
-           before.value("generation", nlohmann::json::object()).value(k, 0.0);
-  };
-  const double gen_s = gen("seconds"), evals = shared_gym_ ? shared_gym_->evaluations() : 0;
   m["policy/version"] = update.value(P::kFieldPolicyVersion, -1);
-  m["time/rollout_s"] = rollout_s;
-  m["time/generate_s"] = gen_s;
-  m["time/evaluate_s"] = rollout_s - gen_s;  // lockstep: the rest of the rollout phase is the gym's
-  m["time/logprob_s"] = logprob_s;
-  m["time/train_call_s"] = train_call_s;  // the learner's time/update_s plus the request's own cost
-  m["time/weight_push_s"] = push_s;       // 0 when the learner serves its own live weights (rollout.engine=local)
-  m["time/step_start_unix"] =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() - Since(t0);
-  m["time/step_s"] = Since(t0);
-  m["perf/generated_tokens"] = gen("tokens");
-  m["perf/tokens_per_s"] = gen_s > 0 ? gen("tokens") / gen_s : 0.0;
-  m["perf/gym_evals"] = evals;
-  m["perf/gym_shared"] = shared_gym_ ? shared_gym_->shared() : 0;
-  m["perf/gym_evals_per_s"] = rollout_s - gen_s > 0 ? evals / (rollout_s - gen_s) : 0.0;
+  AddStepNumbers(ph, &m);
   if (skills) {
     const auto t_skills = Clock::now();
     s = EvolveSkills(step, run.out_dir, run.tasks, &m);
     if (!s.ok()) return s;
     m["time/skills_s"] = Since(t_skills);
   }
-  const std::string keep = cfg_["trainer"]["save_rollouts"].get<std::string>();
-  std::error_code ec;
-  if (keep == "none")
-    fs::remove_all(run.out_dir, ec);
-  else if (keep == "text")
-    StripTokens(run.out_dir);
+  KeepRollouts(run.out_dir);
   std::fprintf(stderr,
                "kgym train: step %lld  reward %.3f  correct %.2f  fast@1.2 %.2f  mrs keep %.2f  prs keep %.2f  "
                "rows %d  %.1f s (generate %.1f, evaluate %.1f)\n",
                static_cast<long long>(step), m.value("reward/mean", 0.0), m.value("rollout/correct_rate", 0.0),
                m.value("rollout/fast@1.2", 0.0), m.value("mrs/keep_frac", 0.0), m.value("prs/keep_frac", 0.0),
-               static_cast<int>(rows.size()), m.value("time/step_s", 0.0), gen_s, rollout_s - gen_s);
+               static_cast<int>(rows.size()), m.value("time/step_s", 0.0), m.value("time/generate_s", 0.0),
+               m.value("time/evaluate_s", 0.0));
   return WriteMetrics(step, m);
 }
 

@@ -25,6 +25,7 @@
 // sample what they sampled before. A gym that restarts is waited for (gym.retry_window).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -38,6 +39,7 @@
 #include "train/eval_cache.h"
 #include "train/learner_process.h"
 #include "train/rollout_metrics.h"
+#include "train/rollouts.h"
 #include "train/train_batch.h"
 
 namespace kgym::train {
@@ -54,7 +56,18 @@ class RlTrainer {
   Status StartEngines(const std::string& resume);
   // learner_.Call, noting in learner_failed_ a failure that makes the learner's state untrustworthy.
   Status CallLearner(const char* path, const nlohmann::json& body, nlohmann::json* reply, double timeout_s = 3600);
+  // One RL step, in phases: the rollouts' plan, rollouts with gym rewards, rows + log-probs + the RL core, one
+  // optimizer step and the weights to the engine, the step's numbers (metrics.jsonl).
   Status Step(int64_t step);
+  // What a step's phases took (seconds) and the learner's generation counters around its rollouts.
+  struct StepPhases {
+    std::chrono::steady_clock::time_point start;
+    double rollout_s = 0, logprob_s = 0, train_call_s = 0, push_s = 0;
+    nlohmann::json before, after;
+  };
+  RolloutRun PlanRollouts(int64_t step, std::vector<std::string>* ids) const;
+  void AddStepNumbers(const StepPhases& phases, nlohmann::json* metrics) const;  // time/* and perf/*
+  void KeepRollouts(const std::string& dir) const;                               // trainer.save_rollouts
   Status Validate(int64_t step);
   Status Checkpoint(int64_t step);
   Status PushWeights(int64_t step);
