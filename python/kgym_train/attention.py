@@ -5,11 +5,13 @@
                   only; no dense (N, N) mask is ever built. CUDA with torch.nn.attention.varlen: one FlashAttention
                   varlen kernel. Elsewhere (CPU, torch 1.13): one causal attention per sequence, each with its own
                   (T_i, T_i) triangle at most.
-  Decode          one new token per cache slot against a static KV cache (rollout.py): q (B, H, D), the cache
+  Decode          one new token per cache slot against a static (contiguous) KV cache: q (B, H, D), the cache
                   k/v (slots, max_len, Hkv, D) already holding the new token, per-row used lengths. FlashAttention's
                   varlen kernel with per-row key lengths where it is present, else one masked
                   scaled_dot_product_attention call (the GQA group folded into the query axis, so no key is
-                  repeated), or matmul-softmax on torch < 2.
+                  repeated), or matmul-softmax on torch < 2. The rollout engine now decodes over pages
+                  (paged_attention.py); this is the FlashAttention baseline bench/train/paged_decode_speed.py measures
+                  the paged kernel against.
   padded_causal   right-padded rows (B, H, T, D): every real token sees only real tokens before it.
 
 Grouped-query attention: query head h uses key/value head h // (H // Hkv), as in Qwen3.

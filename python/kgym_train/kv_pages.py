@@ -131,10 +131,13 @@ class PagedKV:
         p = self.page_size
         return [pages[t // p] * p + t % p for t in positions]
 
+    def flat(self, layer):
+        """A layer's key and value pages viewed as (num_pages x P, Hkv, D): one row per token slot."""
+        return tuple(x[layer].view(-1, *x[layer].shape[2:]) for x in (self.k, self.v))
+
     def write(self, layer, rows, k, v):
         """k/v (N, Hkv, D) into the flat physical rows `rows` (N,) long."""
-        kf = self.k[layer].view(-1, *self.k[layer].shape[2:])
-        vf = self.v[layer].view(-1, *self.v[layer].shape[2:])
+        kf, vf = self.flat(layer)
         kf[rows] = k
         vf[rows] = v
 

@@ -215,7 +215,7 @@ class Learner:
             budget = 0.25 * torch.cuda.get_device_properties(self.device).total_memory
         else:
             budget = 256 * 2**20
-        return int(ro.get("engine_slots", 256)), max_len, RolloutEngine.plan(view, max_len, budget)
+        return int(ro.get("engine_slots", 256)), max_len, RolloutEngine.plan(view, budget)
 
     def rollout_engine(self):
         if self.engine is None:

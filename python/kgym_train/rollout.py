@@ -59,8 +59,8 @@ class RolloutEngine:
     def __init__(self, policy, slots, max_len, stop_ids, decode=None, chunk=16, prefill_tokens=16384,
                  cuda_graphs=None, vocab_limit=None, kv_tokens=None, page_size=PAGE_SIZE):
         """`kv_tokens`: the KV pool's size in tokens (default: every slot can hold a whole sequence, as a static
-        cache would); at least one sequence and its prompt's pages. `vocab_limit`: ids at or past it are never sampled (the tokenizer's size, where
-        the model's vocabulary is padded past it)."""
+        cache would); at least one sequence and its prompt's pages. `vocab_limit`: ids at or past it are never
+        sampled (the tokenizer's size, where the model's vocabulary is padded past it)."""
         self.policy = policy
         self.view = view_of(policy)
         self.device = policy.device
@@ -72,7 +72,7 @@ class RolloutEngine:
         self.graphs_on = self.device.type == "cuda" and (cuda_graphs is None or bool(cuda_graphs))
         v = self.view
         seq_pages = -(-self.max_len // int(page_size)) + 1  # a whole sequence, and the copy of its prompt's last page
-        pages = max(-(-int(kv_tokens or 0) // int(page_size)), seq_pages + 1) if kv_tokens else self.slots * seq_pages
+        pages = max(-(-int(kv_tokens) // int(page_size)), seq_pages + 1) if kv_tokens else self.slots * seq_pages
         self.kv = PagedKV(v, 1 + pages, page_size, self.slots, self.max_len, self.device)
         self.page_size = self.kv.page_size
         self.state = _State(self.slots, self.chunk, self.device)
@@ -97,8 +97,8 @@ class RolloutEngine:
         self.trace = None  # a list to have each chunk's (live sequences, steps that made a token) appended
 
     @staticmethod
-    def plan(view, max_len, budget_bytes):
-        """Tokens of KV cache that fit `budget_bytes` (the engine holds at least one whole sequence of max_len)."""
+    def plan(view, budget_bytes):
+        """Tokens of KV cache that fit `budget_bytes` (the constructor raises it to one whole sequence at least)."""
         return int(budget_bytes // kv_bytes_per_token(view))
 
     def cache_bytes(self):
@@ -302,19 +302,13 @@ class RolloutEngine:
         slots = [s for s, _ in placed]
         reqs = [r for _, r in placed]
         st = self.state
-        idx = torch.tensor(slots, dtype=torch.long, device=self.device)
-        dev = lambda vals, dtype: torch.tensor(vals, dtype=dtype, device=self.device)  # noqa: E731
-        seed = dev([int(q.seed) & 0x7FFFFFFFFFFFFFFF for q in reqs], torch.long)
-        temp = dev([q.temperature for q in reqs], torch.float32)
-        top_k = dev([q.top_k for q in reqs], torch.long)
-        top_p = dev([q.top_p for q in reqs], torch.float32)
-        zero = torch.zeros(len(reqs), dtype=torch.long, device=self.device)
-        tok, lp = self.sampler(torch.stack(logits), temp, top_k, top_p, seed, zero, any(q.filtered for q in reqs))
-        plen = dev([len(q.prompt) for q in reqs], torch.long)
-        max_new = dev([min(q.max_tokens, self.max_len - len(q.prompt)) for q in reqs], torch.long)
-        st.tokens[idx], st.pos[idx], st.gen[idx], st.max_new[idx] = tok, plen, torch.ones_like(zero), max_new
-        st.seed[idx], st.temp[idx], st.top_k[idx], st.top_p[idx] = seed, temp, top_k, top_p
-        st.done[idx] = self._is_stop(tok) | (max_new <= 1)
+        idx = self._place(slots, reqs)
+        first = torch.zeros(len(reqs), dtype=torch.long, device=self.device)
+        tok, lp = self.sampler(torch.stack(logits), st.temp[idx], st.top_k[idx], st.top_p[idx], st.seed[idx], first,
+                               any(q.filtered for q in reqs))
+        st.tokens[idx], st.gen[idx] = tok, torch.ones_like(first)
+        st.pos[idx] = torch.tensor([len(q.prompt) for q in reqs], dtype=torch.long, device=self.device)
+        st.done[idx] = self._is_stop(tok) | (st.max_new[idx] <= 1)
         for q, t, l in zip(reqs, tok.tolist(), lp.tolist()):
             q.tokens.append(t)
             q.logprobs.append(l)
@@ -334,21 +328,29 @@ class RolloutEngine:
             self.kv.attach(s, pg)
         self._prefill(seqs, pages)
         st = self.state
-        dev = lambda vals, dtype: torch.tensor(vals, dtype=dtype, device=self.device)  # noqa: E731
         reqs = [r for _, r in placed]
-        idx = dev([s for s, _ in placed], torch.long)
-        st.tokens[idx] = dev([r.tokens[-1] for r in reqs], torch.long)
-        st.pos[idx] = dev([len(p) for p in seqs], torch.long)
-        st.gen[idx] = dev([len(r.tokens) for r in reqs], torch.long)
-        st.max_new[idx] = dev([min(r.max_tokens, self.max_len - len(r.prompt)) for r in reqs], torch.long)
-        st.seed[idx] = dev([int(r.seed) & 0x7FFFFFFFFFFFFFFF for r in reqs], torch.long)
-        st.temp[idx] = dev([r.temperature for r in reqs], torch.float32)
-        st.top_k[idx] = dev([r.top_k for r in reqs], torch.long)
-        st.top_p[idx] = dev([r.top_p for r in reqs], torch.float32)
+        idx = self._place([s for s, _ in placed], reqs)
+        dev = lambda vals: torch.tensor(vals, dtype=torch.long, device=self.device)  # noqa: E731
+        st.tokens[idx] = dev([r.tokens[-1] for r in reqs])
+        st.pos[idx] = dev([len(p) for p in seqs])
+        st.gen[idx] = dev([len(r.tokens) for r in reqs])
         st.done[idx] = False
         for r in reqs:
             r.resume, r.shared = False, 0
         self.stats["recompute_tokens"] += sum(len(p) for p in seqs)
+
+    def _place(self, slots, reqs):
+        """Writes each request's sampling parameters (seed, temperature, top-k, top-p, its token budget) into its
+        slot's vectors; returns the slots as an index tensor."""
+        st = self.state
+        dev = lambda vals, dtype: torch.tensor(vals, dtype=dtype, device=self.device)  # noqa: E731
+        idx = dev(slots, torch.long)
+        st.seed[idx] = dev([int(r.seed) & 0x7FFFFFFFFFFFFFFF for r in reqs], torch.long)
+        st.temp[idx] = dev([r.temperature for r in reqs], torch.float32)
+        st.top_k[idx] = dev([r.top_k for r in reqs], torch.long)
+        st.top_p[idx] = dev([r.top_p for r in reqs], torch.float32)
+        st.max_new[idx] = dev([min(r.max_tokens, self.max_len - len(r.prompt)) for r in reqs], torch.long)
+        return idx
 
     # ---- growth and eviction ------------------------------------------------------------------------------------
     def _grow(self, steps):
@@ -409,9 +411,8 @@ class RolloutEngine:
         if self.project.fused:
             q, k, val, qw, kw, eps = v.project_parts(i, x)
             cos, sin = r
-            flat = lambda t: t.view(-1, *t.shape[2:])  # noqa: E731
             return self.project(q, k, val, qw, kw, eps, cos.reshape(q.shape[0], -1), sin.reshape(q.shape[0], -1),
-                                flat(kv.k[i]), flat(kv.v[i]), dest)
+                                *kv.flat(i), dest)
         q, k, val = v.project(i, x, r)
         kv.write(i, dest, k[:, :, 0], val[:, :, 0])
         return q[:, :, 0]
