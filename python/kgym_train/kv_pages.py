@@ -21,7 +21,8 @@ import torch
 
 
 class Prefix:
-    def __init__(self, length, pages, logits):
+    def __init__(self, length, pages, logits, serial):
+        self.serial = serial  # the engine's count of prefixes made: tells the groups of one prompt's samples apart
         self.length = length
         self.pages = pages  # physical pages holding positions 0..length-1 (the last one partial unless length % P == 0)
         self.logits = logits  # (V,) float32: the distribution of the first generated token

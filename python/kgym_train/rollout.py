@@ -89,6 +89,7 @@ class RolloutEngine:
         self.waiting = collections.deque()
         self.pending = collections.Counter()  # prompt -> requests submitted and not yet admitted (resumes aside)
         self.prefixes = {}  # prompt -> Prefix, while pending
+        self.prefix_count = 0  # prefixes made (each one's serial)
         self.lock = threading.Lock()  # guards `waiting` and `pending`
         self.seed_counter = 0
         self.order = 0
@@ -254,7 +255,8 @@ class RolloutEngine:
                 raise RuntimeError("the KV cache ran out of pages during admission")
             logits = self.view.logits(self._prefill(seqs, pages))
             for g, p in enumerate(seqs):
-                self.prefixes[tuple(p)] = Prefix(len(p), pages[g], logits[g])
+                self.prefix_count += 1
+                self.prefixes[tuple(p)] = Prefix(len(p), pages[g], logits[g], self.prefix_count)
             self.stats["prefill_tokens"] += used
             self.stats["prefills"] += len(seqs)
             start = end
@@ -293,6 +295,7 @@ class RolloutEngine:
             if not self.kv.attach_prefix(s, pre):
                 raise RuntimeError("the KV cache ran out of pages during admission")
             r.shared = pre.length // self.page_size * self.page_size
+            r.group = pre.serial
             logits.append(pre.logits)
         with self.lock:
             for key in {tuple(r.prompt) for _, r in placed}:
@@ -336,7 +339,7 @@ class RolloutEngine:
         st.gen[idx] = dev([len(r.tokens) for r in reqs])
         st.done[idx] = False
         for r in reqs:
-            r.resume, r.shared = False, 0
+            r.resume, r.shared, r.group = False, 0, None
         self.stats["recompute_tokens"] += sum(len(p) for p in seqs)
 
     def _place(self, slots, reqs):
@@ -489,8 +492,7 @@ class RolloutEngine:
             span = added * context + added * (added - 1) // 2
             self.stats["kv_token_reads"] += span
             self.stats["kv_token_reads_distinct"] += span - added * r.shared
-            key = tuple(r.prompt)
-            groups[key] = max(groups.get(key, (0, 0)), (r.shared, added))
+            groups[r.group] = max(groups.get(r.group, (0, 0)), (r.shared, added))
         self.stats["kv_token_reads_distinct"] += sum(shared * added for shared, added in groups.values())
         self.stats["working_steps"] += longest
         if self.trace is not None:

@@ -38,6 +38,7 @@ class Request:
         self.resume = False  # evicted after it started: re-admission recomputes its context
         self.order = 0  # admission order (the engine's), for choosing whom to evict
         self.shared = 0  # leading tokens of its context in pages shared with the other samples of its prompt
+        self.group = None  # the serial of the Prefix it shares them through
 
     @property
     def filtered(self):
