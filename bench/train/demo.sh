@@ -21,6 +21,7 @@ CALL_START=$(date +%s)
 OUT="${OUT:-/tmp/kgym-demo}"
 B=$PWD/build/gpu
 K="${KGYM:-$B/kgym}"
+. "$(dirname "$0")/gym_serve.sh"  # start_gym
 export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KGYM_PYTHON="${KGYM_PYTHON:-python3}" KGYM_HARNESS_PATH="$PWD/python" PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -127,16 +128,9 @@ rl() {
   if [ -n "${GYM_SERVER:-}" ]; then
     gym=(gym.server="$GYM_SERVER")
   elif [ "${REHEARSE:-0}" != 1 ]; then  # one kgym serve on the GPU for both arms: one timing lock
-    "$K" serve --gpus all --port 18231 --store "$RUNS/gym.db" --slots-per-gpu 8 >> "$RUNS/serve.log" 2>&1 &
-    serve=$!
-    python3 -c "
-import time, urllib.request
-for _ in range(240):
-    try:
-        urllib.request.urlopen('http://127.0.0.1:18231/health', timeout=2); break
-    except Exception:
-        time.sleep(0.5)"
-    gym=(gym.server=http://127.0.0.1:18231)
+    start_gym "$RUNS/serve.log"
+    serve=$GYM_PID
+    gym=(gym.server="$GYM_URL")
   fi
   b=$(stage_budget)
   log "demo: rl and control with trainer.time_budget_s=$b"

@@ -19,6 +19,7 @@ export LD_LIBRARY_PATH="$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KGYM_PYTHON="${KGYM_PYTHON:-python3}" KGYM_HARNESS_PATH="$PWD/python" PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 K="$B/kgym"
+. "$(dirname "$0")/gym_serve.sh"  # start_gym
 STAGES="${STAGES:-sft rl}"
 ARMS="${ARMS:-rl: control:algorithm.reward_shuffle=true}"
 {
@@ -61,20 +62,13 @@ rl() {  # rl <name> [overrides...]
   [ -n "${IN_ARMS:-}" ] || pack "$name" "$RUNS/$name"
 }
 arms() {  # ARMS="name:key=v,key=v name2:..." run at once, all evaluated by one kgym serve (one timing lock)
-  "$K" serve --gpus all --port 18231 --store "$RUNS/gym.db" --slots-per-gpu 8 > "$RUNS/serve.log" 2>&1 &
-  local serve=$!
-  python3 -c "
-import time, urllib.request
-for _ in range(240):
-    try:
-        urllib.request.urlopen('http://127.0.0.1:18231/health', timeout=2); break
-    except Exception:
-        time.sleep(0.5)"
-  local pids=() spec name
+  : > "$RUNS/serve.log"
+  start_gym "$RUNS/serve.log"
+  local serve=$GYM_PID pids=() spec name
   for spec in $ARMS; do
     name=${spec%%:*}
     IFS=, read -r -a extra <<< "${spec#*:}"
-    IN_ARMS=1 rl "$name" gym.server=http://127.0.0.1:18231 "${extra[@]}" &
+    IN_ARMS=1 rl "$name" gym.server="$GYM_URL" "${extra[@]}" &
     pids+=($!)
   done
   wait "${pids[@]}"
